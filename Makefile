@@ -1,0 +1,60 @@
+# latent admission: the README's commands are `make ci` (tests) and
+# `make stress` (soak). Only Go is needed; tools come from the module proxy.
+
+GO          ?= go
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BENCHSTAT   ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+FUZZTIME    ?= 5s
+BENCHCOUNT  ?= 6
+
+# Fuzz targets as package:Target; each runs for FUZZTIME in CI.
+FUZZ_TARGETS = ./policy:FuzzDecodePolicy
+
+.PHONY: test race bench profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check ci
+
+test:
+	$(GO) test ./...
+
+race:
+	$(GO) test -race ./...
+
+lint: tidy-check
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+tidy-check:
+	@cp go.mod /tmp/admission-go.mod.bak; cp go.sum /tmp/admission-go.sum.bak; \
+	$(GO) mod tidy; \
+	if ! cmp -s go.mod /tmp/admission-go.mod.bak || ! cmp -s go.sum /tmp/admission-go.sum.bak; then \
+		echo "go mod tidy changes go.mod/go.sum"; cp /tmp/admission-go.mod.bak go.mod; cp /tmp/admission-go.sum.bak go.sum; exit 1; fi
+
+fuzz-ci:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	done
+
+fuzz:
+	$(MAKE) fuzz-ci FUZZTIME=2m
+
+scenarios:
+	@if [ -f cmd/admissionctl/replay.go ]; then \
+		$(GO) run ./cmd/admissionctl replay --check ../shared/scenarios/*.json testdata/scenarios/*.json; \
+	fi
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT) ./bench | tee bench.txt
+	$(BENCHSTAT) bench.txt
+
+profile:
+	$(GO) run ./profiles/cmd/makeprofiles
+
+stress:
+	$(GO) run ./cmd/stress
+
+stress-100k:
+	$(GO) test -run TestRejectedTargetsKeepResourcesFlat100k -count=1 -v ./linuxtest -args -stress-100k
+
+ci: lint race fuzz-ci scenarios

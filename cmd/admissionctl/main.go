@@ -1,0 +1,77 @@
+// Command admissionctl is the operator's tool for admission: it validates
+// policy and catalog files before they are rolled out, and replays
+// scenario files to explain a decision offline.
+//
+//	admissionctl validate policy FILE
+//	admissionctl validate catalog FILE [--policy FILE]
+//	admissionctl replay [--check] FILE...
+//
+// Exit status: 0 when everything is valid (or every check passed), 1 when a
+// file has problems (one line per problem, `path: message`), 2 on misuse.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// command runs one subcommand with its arguments and returns the exit code.
+type command func(args []string, stdout, stderr io.Writer) int
+
+// commands holds the top-level subcommands; each file registers its own.
+var commands = map[string]command{}
+
+// validators holds the `validate KIND` kinds; each file registers its own.
+var validators = map[string]command{}
+
+func init() {
+	commands["validate"] = runValidate
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "admissionctl: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	return cmd(args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: admissionctl COMMAND ...\ncommands: %s\nvalidate kinds: %s\n",
+		strings.Join(sortedKeys(commands), ", "), strings.Join(sortedKeys(validators), ", "))
+}
+
+func sortedKeys(m map[string]command) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func runValidate(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, "usage: admissionctl validate KIND FILE (kinds: %s)\n", strings.Join(sortedKeys(validators), ", "))
+		return 2
+	}
+	v, ok := validators[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "admissionctl validate: unknown kind %q (kinds: %s)\n", args[0], strings.Join(sortedKeys(validators), ", "))
+		return 2
+	}
+	return v(args[1:], stdout, stderr)
+}

@@ -1,0 +1,3 @@
+module latent.dev/admission
+
+go 1.26.0
