@@ -1,0 +1,333 @@
+package atomicledger
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"latent.dev/admission/policy"
+)
+
+// cacheLine is the padding unit; 64 bytes covers x86-64 and most arm64.
+const cacheLine = 64
+
+// Scope names a ledger scope in a [Shortfall].
+type Scope uint8
+
+// The scopes, in the order capacity is checked.
+const (
+	NoScope Scope = iota
+	NodeScope
+	TenantScope
+	TrustClassScope
+	QueueClassScope
+)
+
+// Dimension names a counted quantity in a [Shortfall].
+type Dimension uint8
+
+// The dimensions, in the order capacity is checked within a scope.
+const (
+	LiveActivations Dimension = iota
+	QueuedReservations
+	CPUFuel
+	MemoryBytes
+)
+
+// Shortfall is why a reservation does not fit: the first scope and
+// dimension (in checking order) without room. Permanent is set when the
+// reservation could not fit that scope even if it were empty.
+type Shortfall struct {
+	Scope     Scope
+	Dimension Dimension
+	Permanent bool
+}
+
+// Reservation is what one admission holds: 1 live and 1 queued slot plus
+// the granted fuel and memory at node, tenant and trust class; 1 queued at
+// the queue class; 1 live at the cell class.
+type Reservation struct {
+	Tenant      policy.TenantID
+	TrustClass  policy.TrustClassID
+	QueueClass  policy.QueueClassID
+	CellClass   policy.CellClass
+	CPUFuel     uint64
+	MemoryBytes uint64
+}
+
+// Ticket names one live reservation: its entry in the live table and the
+// entry's generation at insert. A ticket whose entry was released (and
+// perhaps reused) no longer matches and can free nothing.
+type Ticket struct {
+	entry      uint32
+	generation uint64
+}
+
+// Usage is a scope's current reservations.
+type Usage struct {
+	Live        uint64
+	Queued      uint64
+	CPUFuel     uint64
+	MemoryBytes uint64
+}
+
+// counters is one scope's counters on a cache line of its own. Writers
+// hold Ledger.mu; readers load them lock-free.
+type counters struct {
+	live   atomic.Uint64
+	queued atomic.Uint64
+	fuel   atomic.Uint64
+	memory atomic.Uint64
+	_      [cacheLine - 32]byte
+}
+
+func (c *counters) usage() Usage {
+	return Usage{Live: c.live.Load(), Queued: c.queued.Load(), CPUFuel: c.fuel.Load(), MemoryBytes: c.memory.Load()}
+}
+
+type paddedSequence struct {
+	_   [cacheLine]byte
+	seq atomic.Uint64
+	_   [cacheLine - 8]byte
+}
+
+// Ledger is the node quota ledger. One per node; share it.
+//
+// Limits never change after [New]. mu serializes every multi-scope commit
+// (reserve, start, release); counters are atomics so that reads and the
+// lock-free pre-check never take mu. sequence is odd while a commit is
+// changing counters or the live table, so a lock-free reader can tell that
+// what it read was consistent.
+type Ledger struct {
+	nodeLimits   policy.Limits
+	tenantLimits []policy.Limits
+	trustLimits  []policy.Limits
+	queueLimits  []uint64
+
+	node   counters
+	tenant []counters
+	trust  []counters
+	queue  []counters // only queued is used
+	cell   [policy.NumCellClasses]counters
+
+	sequence paddedSequence
+
+	mu    sync.Mutex
+	table liveTable // guarded by mu (its fingerprints are also read lock-free)
+}
+
+// New allocates a ledger for a compiled policy. All memory the ledger will
+// ever use is allocated here.
+func New(c *policy.Compiled) *Ledger {
+	l := &Ledger{
+		nodeLimits:   c.Node().Limits,
+		tenantLimits: make([]policy.Limits, c.NumTenants()),
+		trustLimits:  make([]policy.Limits, c.NumTrustClasses()),
+		queueLimits:  make([]uint64, c.NumQueueClasses()),
+		tenant:       make([]counters, c.NumTenants()),
+		trust:        make([]counters, c.NumTrustClasses()),
+		queue:        make([]counters, c.NumQueueClasses()),
+		table:        newLiveTable(c.Node().Limits.MaxLiveActivations),
+	}
+	for i := range l.tenantLimits {
+		l.tenantLimits[i] = c.Tenant(policy.TenantID(i)).Limits
+	}
+	for i := range l.trustLimits {
+		l.trustLimits[i] = c.TrustClass(policy.TrustClassID(i)).Limits
+	}
+	for i := range l.queueLimits {
+		l.queueLimits[i] = c.QueueClass(policy.QueueClassID(i)).MaxQueued
+	}
+	return l
+}
+
+// PreCheck decides, without taking the mutex, whether r certainly does not
+// fit. It returns exact=false when it cannot tell: a commit was in flight,
+// or the key (fingerprint fp) may already be live, in which case the
+// duplicate answer comes first and only the locked path can give it. With
+// exact=true, a Shortfall with a scope is the answer and an empty one
+// means the locked path must decide.
+func (l *Ledger) PreCheck(fp Fingerprint, r *Reservation) (s Shortfall, exact bool) {
+	before := l.sequence.seq.Load()
+	if before&1 != 0 {
+		return Shortfall{}, false
+	}
+	if l.table.mayContain(fp) {
+		return Shortfall{}, false
+	}
+	s = l.shortfall(r)
+	if l.sequence.seq.Load() != before {
+		return Shortfall{}, false
+	}
+	return s, true
+}
+
+// Lock takes the commit mutex. Hold it only for the final checks and one
+// commit; never across a call that can block.
+func (l *Ledger) Lock() { l.mu.Lock() }
+
+// Unlock releases the commit mutex.
+func (l *Ledger) Unlock() { l.mu.Unlock() }
+
+// ContainsLocked reports whether (tenant, id) holds a live reservation.
+func (l *Ledger) ContainsLocked(fp Fingerprint, tenant policy.TenantID, id string) bool {
+	return l.table.findLocked(fp, tenant, id) >= 0
+}
+
+// ShortfallLocked is the first scope and dimension where r does not fit,
+// or a Shortfall with NoScope. It reads the same counters as PreCheck; with
+// mu held they cannot change underneath.
+func (l *Ledger) ShortfallLocked(r *Reservation) Shortfall { return l.shortfall(r) }
+
+func (l *Ledger) shortfall(r *Reservation) Shortfall {
+	if s, ok := scopeShortfall(NodeScope, &l.node, &l.nodeLimits, r); !ok {
+		return s
+	}
+	if s, ok := scopeShortfall(TenantScope, &l.tenant[r.Tenant], &l.tenantLimits[r.Tenant], r); !ok {
+		return s
+	}
+	if s, ok := scopeShortfall(TrustClassScope, &l.trust[r.TrustClass], &l.trustLimits[r.TrustClass], r); !ok {
+		return s
+	}
+	limit := l.queueLimits[r.QueueClass]
+	if !fits(l.queue[r.QueueClass].queued.Load(), 1, limit) {
+		return Shortfall{Scope: QueueClassScope, Dimension: QueuedReservations, Permanent: limit < 1}
+	}
+	return Shortfall{}
+}
+
+func scopeShortfall(scope Scope, c *counters, lim *policy.Limits, r *Reservation) (Shortfall, bool) {
+	switch {
+	case !fits(c.live.Load(), 1, lim.MaxLiveActivations):
+		return Shortfall{scope, LiveActivations, lim.MaxLiveActivations < 1}, false
+	case !fits(c.queued.Load(), 1, lim.MaxQueuedReservations):
+		return Shortfall{scope, QueuedReservations, lim.MaxQueuedReservations < 1}, false
+	case !fits(c.fuel.Load(), r.CPUFuel, lim.MaxReservedCPUFuel):
+		return Shortfall{scope, CPUFuel, r.CPUFuel > lim.MaxReservedCPUFuel}, false
+	case !fits(c.memory.Load(), r.MemoryBytes, lim.MaxReservedMemoryBytes):
+		return Shortfall{scope, MemoryBytes, r.MemoryBytes > lim.MaxReservedMemoryBytes}, false
+	}
+	return Shortfall{}, true
+}
+
+// fits reports whether used+need <= limit without overflowing.
+func fits(used, need, limit uint64) bool {
+	return need <= limit && used <= limit-need
+}
+
+// CellBacklogLocked is the number of live reservations (queued plus
+// executing) of cell class c.
+func (l *Ledger) CellBacklogLocked(c policy.CellClass) uint64 { return l.cell[c].live.Load() }
+
+// ReserveLocked commits r for key (fp, id). The caller has checked that
+// the key is absent and ShortfallLocked found room; every counter moves
+// only after all checks passed.
+func (l *Ledger) ReserveLocked(fp Fingerprint, id string, r Reservation) Ticket {
+	l.sequence.seq.Add(1)
+	tk := l.table.insertLocked(fp, id, r)
+	add(&l.node, &r, 1)
+	add(&l.tenant[r.Tenant], &r, 1)
+	add(&l.trust[r.TrustClass], &r, 1)
+	l.queue[r.QueueClass].queued.Add(1)
+	l.cell[r.CellClass].live.Add(1)
+	l.sequence.seq.Add(1)
+	return tk
+}
+
+func add(c *counters, r *Reservation, queued uint64) {
+	c.live.Add(1)
+	c.queued.Add(queued)
+	c.fuel.Add(r.CPUFuel)
+	c.memory.Add(r.MemoryBytes)
+}
+
+func sub(c *counters, r *Reservation, queued uint64) {
+	c.live.Add(^uint64(0))
+	c.queued.Add(-queued)
+	c.fuel.Add(-r.CPUFuel)
+	c.memory.Add(-r.MemoryBytes)
+}
+
+// LiveLocked reports whether tk still names a live reservation, and
+// whether it has started executing.
+func (l *Ledger) LiveLocked(tk Ticket) (live, executing bool) {
+	e := l.table.entryLocked(tk)
+	if e == nil {
+		return false, false
+	}
+	return true, e.executing
+}
+
+// StartLocked moves a queued reservation to executing: it returns the
+// queued slots at node, tenant, trust class and queue class and keeps the
+// rest. It reports false if tk is not live or already executing.
+func (l *Ledger) StartLocked(tk Ticket) bool {
+	e := l.table.entryLocked(tk)
+	if e == nil || e.executing {
+		return false
+	}
+	l.sequence.seq.Add(1)
+	e.executing = true
+	r := &e.reservation
+	l.node.queued.Add(^uint64(0))
+	l.tenant[r.Tenant].queued.Add(^uint64(0))
+	l.trust[r.TrustClass].queued.Add(^uint64(0))
+	l.queue[r.QueueClass].queued.Add(^uint64(0))
+	l.sequence.seq.Add(1)
+	return true
+}
+
+// ReleaseLocked returns everything tk still holds. It reports false, and
+// changes nothing, when tk no longer names a live reservation.
+func (l *Ledger) ReleaseLocked(tk Ticket) bool {
+	e := l.table.entryLocked(tk)
+	if e == nil {
+		return false
+	}
+	l.sequence.seq.Add(1)
+	r := e.reservation
+	var queued uint64 = 1
+	if e.executing {
+		queued = 0
+	}
+	sub(&l.node, &r, queued)
+	sub(&l.tenant[r.Tenant], &r, queued)
+	sub(&l.trust[r.TrustClass], &r, queued)
+	l.queue[r.QueueClass].queued.Add(-queued)
+	l.cell[r.CellClass].live.Add(^uint64(0))
+	l.table.removeLocked(tk.entry)
+	l.sequence.seq.Add(1)
+	return true
+}
+
+// Release takes the mutex and returns everything tk still holds.
+func (l *Ledger) Release(tk Ticket) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ReleaseLocked(tk)
+}
+
+// Node reads the node counters lock-free.
+func (l *Ledger) Node() Usage { return l.node.usage() }
+
+// Tenant reads a tenant's counters lock-free.
+func (l *Ledger) Tenant(id policy.TenantID) Usage { return l.tenant[id].usage() }
+
+// TrustClass reads a trust class's counters lock-free.
+func (l *Ledger) TrustClass(id policy.TrustClassID) Usage { return l.trust[id].usage() }
+
+// QueueClassQueued reads a queue class's queued count lock-free.
+func (l *Ledger) QueueClassQueued(id policy.QueueClassID) uint64 { return l.queue[id].queued.Load() }
+
+// CellClassLive reads a cell class's live backlog lock-free.
+func (l *Ledger) CellClassLive(c policy.CellClass) uint64 { return l.cell[c].live.Load() }
+
+// LiveEntries counts live reservations in the table (takes the mutex).
+func (l *Ledger) LiveEntries() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.table.liveCountLocked()
+}
+
+// Capacity is the number of reservations the live table can hold, fixed
+// at construction.
+func (l *Ledger) Capacity() int { return len(l.table.entries) }

@@ -1,0 +1,33 @@
+package deadline
+
+import "time"
+
+// Clock is the time source admission reads. Now carries a monotonic
+// reading on the live path; Since measures elapsed time from a Now
+// reading, which on the system clock reads only the monotonic clock and so
+// costs about half of a second Now.
+type Clock interface {
+	Now() time.Time
+	Since(t time.Time) time.Duration
+}
+
+// System is the process clock.
+type System struct{}
+
+// Now returns time.Now().
+func (System) Now() time.Time { return time.Now() }
+
+// Since returns time.Since(t).
+func (System) Since(t time.Time) time.Duration { return time.Since(t) }
+
+// Resample returns the time that is now according to c, derived from an
+// earlier reading first without a second wall-clock read.
+func Resample(c Clock, first time.Time) time.Time {
+	elapsed := c.Since(first)
+	if elapsed < 0 {
+		// A clock that went backwards never moves time backwards here: a
+		// decision must not become valid because the clock regressed.
+		elapsed = 0
+	}
+	return first.Add(elapsed)
+}

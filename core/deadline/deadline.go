@@ -1,0 +1,96 @@
+package deadline
+
+import (
+	"math"
+	"time"
+)
+
+// Bind returns the effective deadline of a grant: the earlier of now plus
+// the granted wall time and the caller's absolute deadline (unix
+// milliseconds, if it has one). It is computed once, at admission, from
+// a reading that carries the monotonic clock, and never reset.
+func Bind(now time.Time, granted time.Duration, callerUnixMillis int64, hasCaller bool) time.Time {
+	remaining := granted
+	if hasCaller {
+		// Sub saturates instead of overflowing, so a far-future caller
+		// deadline simply does not shorten the grant.
+		if untilCaller := time.UnixMilli(callerUnixMillis).Sub(now); untilCaller < remaining {
+			remaining = untilCaller
+		}
+	}
+	return now.Add(remaining)
+}
+
+// Expired reports whether an absolute caller deadline is at or before now.
+func Expired(now time.Time, callerUnixMillis int64) bool {
+	return !time.UnixMilli(callerUnixMillis).After(now)
+}
+
+// Estimate is the configured part of the feasibility check.
+type Estimate struct {
+	EstimatedServiceTime time.Duration
+	MinimumExecutionTime time.Duration
+	SafetyMargin         time.Duration
+}
+
+// Verdict is the outcome of a feasibility check.
+type Verdict uint8
+
+const (
+	// Feasible: the remaining time exceeds what the queue requires.
+	Feasible Verdict = iota
+	// Infeasible: the queue cannot reasonably meet the deadline now, but
+	// might once the backlog drains.
+	Infeasible
+	// InfeasibleEmpty: infeasible with an empty backlog and no observed
+	// delay, so waiting cannot help.
+	InfeasibleEmpty
+	// Overflow: the arithmetic overflowed; rejected, never wrapped.
+	Overflow
+)
+
+// Check decides whether remaining time suffices for the selected class
+// with backlog live reservations (queued plus executing), parallelism p
+// and observed queue delay:
+//
+//	local_wait = floor(backlog/p) * estimated_service
+//	required   = max(local_wait, observed) + minimum_execution + safety_margin
+//	feasible  <=> remaining > required
+//
+// Every operation is checked; an overflow rejects.
+func Check(remaining time.Duration, backlog, parallelism uint64, observed time.Duration, e Estimate) Verdict {
+	if parallelism == 0 || observed < 0 || e.EstimatedServiceTime < 0 || e.MinimumExecutionTime < 0 || e.SafetyMargin < 0 {
+		return Overflow
+	}
+	waves := backlog / parallelism
+	var localWait time.Duration
+	if waves > 0 {
+		if e.EstimatedServiceTime > 0 && waves > uint64(math.MaxInt64/int64(e.EstimatedServiceTime)) {
+			return Overflow
+		}
+		localWait = time.Duration(waves) * e.EstimatedServiceTime
+	}
+	required := max(localWait, observed)
+	var ok bool
+	if required, ok = addChecked(required, e.MinimumExecutionTime); !ok {
+		return Overflow
+	}
+	if required, ok = addChecked(required, e.SafetyMargin); !ok {
+		return Overflow
+	}
+	if remaining > required {
+		return Feasible
+	}
+	if backlog == 0 && observed == 0 {
+		return InfeasibleEmpty
+	}
+	return Infeasible
+}
+
+// addChecked adds two non-negative durations, reporting overflow.
+func addChecked(a, b time.Duration) (time.Duration, bool) {
+	if a > math.MaxInt64-b {
+		return 0, false
+	}
+	return a + b, true
+}

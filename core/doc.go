@@ -1,0 +1,62 @@
+// Package core decides whether one activation may run on this node and
+// hands accepted work an affine permit that carries its reservation.
+//
+// # Composition
+//
+// One [LocalQuotaProvider] per node owns the compiled policy, the quota
+// ledger ([atomicledger.Ledger]) and the operator counters. Controllers
+// come from it: [LocalQuotaProvider.Controller] binds a pinned catalog view
+// ([RevisionPolicySource]), a load source ([NodeLoadSource]) and a clock;
+// [AdmissionController.WithPolicySource] swaps the view and keeps the
+// ledger. Admission starts no goroutine, timer, file or socket, and all of
+// its memory is allocated when the provider is built.
+//
+// # Decision order
+//
+// [AdmissionController.AdmitNow] runs SPEC.md's table in order, and the
+// first failure is the answer:
+//
+//	 1 metadata entries, then bytes           invalid-argument
+//	 2 identifiers; later-phase budget dims   invalid-argument
+//	 3 principal authorization                 permission-denied
+//	 4 priority: node, then tenant             permission-denied
+//	 5 revision tuple against the pinned view  admission-rejected
+//	 6 backend, state model, threading,        admission-rejected
+//	   features; placement
+//	 7 trust class                             permission-denied
+//	 8 zero grant: fuel, memory, wall time     admission-rejected
+//	 9 cell class: compatible, then permitted  admission-rejected / permission-denied
+//	10 payload: node, then tenant              resource-exhausted
+//	11 caller deadline                         deadline-exceeded
+//	12 load sample, then CPU, memory pressure  unavailable / resource-exhausted
+//	13 under the mutex with the clock resampled: 11 and 12 again,
+//	   duplicate ID, capacity (node, tenant, trust, queue class),
+//	   queue feasibility; then commit
+//
+// Steps 1 to 12 take no lock and allocate nothing. Before step 13, a
+// lock-free pre-check rejects a request whose scope is already full
+// without touching the mutex (see atomicledger).
+//
+// # Errors
+//
+// Every rejection is one of the preallocated [*Error] values (see
+// [AllErrors]), found with errors.As. Its fields and text come from fixed
+// vocabulary only: no identifier, tenant, subject, attribute, number or
+// load reading ever appears.
+//
+// # Permits
+//
+// [AdmissionPermit] and [ExecutionPermit] are affine: only a controller
+// issues live ones, the zero value is inert, and go vet rejects copies
+// (noCopy). StartExecution resamples the clock under the ledger mutex,
+// returns only the queued slots, and on failure has released the permit.
+// Release is idempotent and a reused live-table entry has a new
+// generation, so a stale release frees nothing. A permit dropped without
+// release is reclaimed by a GC cleanup and counted as leaked.
+//
+// # Node load
+//
+// [NodeLoadState] is published into by a trusted sampler and read
+// lock-free. Missing, malformed, future-dated, stale and out-of-order
+// samples fail closed until a valid newer one arrives.
+package core

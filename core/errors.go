@@ -1,0 +1,251 @@
+package core
+
+import (
+	"latent.dev/admission/core/atomicledger"
+)
+
+// Code is the platform error code of a rejection.
+type Code string
+
+// The codes.
+const (
+	CodeInvalidArgument    Code = "invalid-argument"
+	CodePermissionDenied   Code = "permission-denied"
+	CodeAdmissionRejected  Code = "admission-rejected"
+	CodeResourceExhausted  Code = "resource-exhausted"
+	CodeDeadlineExceeded   Code = "deadline-exceeded"
+	CodeUnavailable        Code = "unavailable"
+	CodeAlreadyExists      Code = "already-exists"
+	CodeFailedPrecondition Code = "failed-precondition"
+)
+
+// Scope is where a limit applies.
+type Scope string
+
+// The scopes.
+const (
+	ScopeRequest    Scope = "request"
+	ScopePrincipal  Scope = "principal"
+	ScopeRevision   Scope = "revision"
+	ScopeNode       Scope = "node"
+	ScopeTenant     Scope = "tenant"
+	ScopePlacement  Scope = "placement"
+	ScopeCellClass  Scope = "cell-class"
+	ScopeTrustClass Scope = "trust-class"
+	ScopeQueueClass Scope = "queue-class"
+	ScopeLoad       Scope = "load"
+	ScopePermit     Scope = "permit"
+)
+
+// Dimension is the limited quantity or field.
+type Dimension string
+
+// The dimensions.
+const (
+	DimMetadataEntries    Dimension = "metadata-entries"
+	DimMetadataBytes      Dimension = "metadata-bytes"
+	DimActivationID       Dimension = "activation-id"
+	DimSubject            Dimension = "subject"
+	DimTenant             Dimension = "tenant"
+	DimService            Dimension = "service"
+	DimRoute              Dimension = "route"
+	DimContract           Dimension = "contract"
+	DimFunction           Dimension = "function"
+	DimRevisionID         Dimension = "revision-id"
+	DimReleaseID          Dimension = "release-id"
+	DimNetworkEgressBytes Dimension = "network-egress-bytes"
+	DimStorageBytes       Dimension = "storage-bytes"
+	DimOutboundCalls      Dimension = "outbound-calls"
+	DimIdentity           Dimension = "identity"
+	DimPriority           Dimension = "priority"
+	DimRevision           Dimension = "revision"
+	DimBackend            Dimension = "backend"
+	DimStateModel         Dimension = "state-model"
+	DimThreading          Dimension = "threading"
+	DimFeatures           Dimension = "features"
+	DimArchitecture       Dimension = "architecture"
+	DimRegion             Dimension = "region"
+	DimZone               Dimension = "zone"
+	DimTrustClass         Dimension = "trust-class"
+	DimCPUFuel            Dimension = "cpu-fuel"
+	DimMemoryBytes        Dimension = "memory-bytes"
+	DimWallTime           Dimension = "wall-time"
+	DimCellClass          Dimension = "cell-class"
+	DimPayloadBytes       Dimension = "payload-bytes"
+	DimDeadline           Dimension = "deadline"
+	DimLoadSample         Dimension = "load-sample"
+	DimCPUPressure        Dimension = "cpu-pressure"
+	DimMemoryPressure     Dimension = "memory-pressure"
+	DimLiveActivations    Dimension = "live-activations"
+	DimQueuedReservations Dimension = "queued-reservations"
+	DimQueueDelay         Dimension = "queue-delay"
+	DimPermit             Dimension = "permit"
+)
+
+// Reason is the stable, machine-readable cause of a rejection.
+type Reason string
+
+// The reasons, in decision-table order.
+const (
+	ReasonMetadataTooLarge                Reason = "metadata-too-large"
+	ReasonIdentifierInvalid               Reason = "identifier-invalid"
+	ReasonBudgetDimensionUnsupported      Reason = "budget-dimension-unsupported"
+	ReasonPrincipalNotAuthorized          Reason = "principal-not-authorized"
+	ReasonPriorityNotAuthorized           Reason = "priority-not-authorized"
+	ReasonRevisionNotAvailable            Reason = "revision-not-available"
+	ReasonUnsupportedExecutionRequirement Reason = "unsupported-execution-requirement"
+	ReasonPlacementNotCompatible          Reason = "placement-not-compatible"
+	ReasonTrustClassNotAuthorized         Reason = "trust-class-not-authorized"
+	ReasonBudgetInfeasible                Reason = "budget-infeasible"
+	ReasonNoCompatibleCell                Reason = "no-compatible-cell"
+	ReasonCellClassNotAuthorized          Reason = "cell-class-not-authorized"
+	ReasonPayloadTooLarge                 Reason = "payload-too-large"
+	ReasonDeadlineExceeded                Reason = "deadline-exceeded"
+	ReasonLoadUnavailable                 Reason = "load-unavailable"
+	ReasonNodeOverloaded                  Reason = "node-overloaded"
+	ReasonActivationIDUnavailable         Reason = "activation-id-unavailable"
+	ReasonCapacityExhausted               Reason = "capacity-exhausted"
+	ReasonQueueDeadlineInfeasible         Reason = "queue-deadline-infeasible"
+	ReasonPermitNotLive                   Reason = "permit-not-live"
+	ReasonLoadSampleRejected              Reason = "load-sample-rejected"
+)
+
+// Reasons lists every reason; its order indexes the rejection counters.
+var Reasons = [...]Reason{
+	ReasonMetadataTooLarge, ReasonIdentifierInvalid, ReasonBudgetDimensionUnsupported,
+	ReasonPrincipalNotAuthorized, ReasonPriorityNotAuthorized, ReasonRevisionNotAvailable,
+	ReasonUnsupportedExecutionRequirement, ReasonPlacementNotCompatible, ReasonTrustClassNotAuthorized,
+	ReasonBudgetInfeasible, ReasonNoCompatibleCell, ReasonCellClassNotAuthorized,
+	ReasonPayloadTooLarge, ReasonDeadlineExceeded, ReasonLoadUnavailable, ReasonNodeOverloaded,
+	ReasonActivationIDUnavailable, ReasonCapacityExhausted, ReasonQueueDeadlineInfeasible,
+	ReasonPermitNotLive, ReasonLoadSampleRejected,
+}
+
+// Error is a structured admission failure: one admission.limit detail.
+// Every Error the package returns is preallocated and shared, and every
+// field and its text come from the fixed vocabulary above: no identifier,
+// tenant, subject, attribute, number or load reading ever appears in one.
+// Find it with errors.As; never modify one.
+type Error struct {
+	Code      Code
+	Scope     Scope
+	Dimension Dimension
+	Reason    Reason
+	Retryable bool
+
+	reasonIndex uint8
+	text        string
+}
+
+// Error prints the detail, for example
+// "admission.limit: resource-exhausted scope=tenant dimension=queued-reservations reason=capacity-exhausted retryable=true".
+func (e *Error) Error() string { return e.text }
+
+var allErrors []*Error
+
+func newError(code Code, scope Scope, dim Dimension, reason Reason, retryable bool) *Error {
+	e := &Error{Code: code, Scope: scope, Dimension: dim, Reason: reason, Retryable: retryable}
+	for i, r := range Reasons {
+		if r == reason {
+			e.reasonIndex = uint8(i)
+		}
+	}
+	retry := "false"
+	if retryable {
+		retry = "true"
+	}
+	e.text = "admission.limit: " + string(code) + " scope=" + string(scope) + " dimension=" + string(dim) +
+		" reason=" + string(reason) + " retryable=" + retry
+	allErrors = append(allErrors, e)
+	return e
+}
+
+// AllErrors returns every error value the package can return.
+func AllErrors() []*Error { return append([]*Error(nil), allErrors...) }
+
+// Rejections that do not depend on the ledger, by decision-table row.
+var (
+	errMetadataEntries = newError(CodeInvalidArgument, ScopeRequest, DimMetadataEntries, ReasonMetadataTooLarge, false)
+	errMetadataBytes   = newError(CodeInvalidArgument, ScopeRequest, DimMetadataBytes, ReasonMetadataTooLarge, false)
+
+	errActivationID      = newError(CodeInvalidArgument, ScopeRequest, DimActivationID, ReasonIdentifierInvalid, false)
+	errPrincipalSubject  = newError(CodeInvalidArgument, ScopePrincipal, DimSubject, ReasonIdentifierInvalid, false)
+	errPrincipalTenant   = newError(CodeInvalidArgument, ScopePrincipal, DimTenant, ReasonIdentifierInvalid, false)
+	errPrincipalService  = newError(CodeInvalidArgument, ScopePrincipal, DimService, ReasonIdentifierInvalid, false)
+	errRevisionTenant    = newError(CodeInvalidArgument, ScopeRevision, DimTenant, ReasonIdentifierInvalid, false)
+	errRevisionService   = newError(CodeInvalidArgument, ScopeRevision, DimService, ReasonIdentifierInvalid, false)
+	errRevisionRoute     = newError(CodeInvalidArgument, ScopeRevision, DimRoute, ReasonIdentifierInvalid, false)
+	errRevisionContract  = newError(CodeInvalidArgument, ScopeRevision, DimContract, ReasonIdentifierInvalid, false)
+	errRevisionFunction  = newError(CodeInvalidArgument, ScopeRevision, DimFunction, ReasonIdentifierInvalid, false)
+	errRevisionID        = newError(CodeInvalidArgument, ScopeRevision, DimRevisionID, ReasonIdentifierInvalid, false)
+	errReleaseID         = newError(CodeInvalidArgument, ScopeRevision, DimReleaseID, ReasonIdentifierInvalid, false)
+	errNetworkEgress     = newError(CodeInvalidArgument, ScopeRequest, DimNetworkEgressBytes, ReasonBudgetDimensionUnsupported, false)
+	errStorage           = newError(CodeInvalidArgument, ScopeRequest, DimStorageBytes, ReasonBudgetDimensionUnsupported, false)
+	errOutboundCalls     = newError(CodeInvalidArgument, ScopeRequest, DimOutboundCalls, ReasonBudgetDimensionUnsupported, false)
+	errPrincipalDenied   = newError(CodePermissionDenied, ScopePrincipal, DimIdentity, ReasonPrincipalNotAuthorized, false)
+	errNodePriority      = newError(CodePermissionDenied, ScopeNode, DimPriority, ReasonPriorityNotAuthorized, false)
+	errTenantPriority    = newError(CodePermissionDenied, ScopeTenant, DimPriority, ReasonPriorityNotAuthorized, false)
+	errRevisionMissing   = newError(CodeAdmissionRejected, ScopeRevision, DimRevision, ReasonRevisionNotAvailable, false)
+	errBackend           = newError(CodeAdmissionRejected, ScopeRevision, DimBackend, ReasonUnsupportedExecutionRequirement, false)
+	errStateModel        = newError(CodeAdmissionRejected, ScopeRevision, DimStateModel, ReasonUnsupportedExecutionRequirement, false)
+	errThreading         = newError(CodeAdmissionRejected, ScopeRevision, DimThreading, ReasonUnsupportedExecutionRequirement, false)
+	errFeatures          = newError(CodeAdmissionRejected, ScopeRevision, DimFeatures, ReasonUnsupportedExecutionRequirement, false)
+	errArchitecture      = newError(CodeAdmissionRejected, ScopePlacement, DimArchitecture, ReasonPlacementNotCompatible, false)
+	errRegion            = newError(CodeAdmissionRejected, ScopePlacement, DimRegion, ReasonPlacementNotCompatible, false)
+	errZone              = newError(CodeAdmissionRejected, ScopePlacement, DimZone, ReasonPlacementNotCompatible, false)
+	errTrustClass        = newError(CodePermissionDenied, ScopeTenant, DimTrustClass, ReasonTrustClassNotAuthorized, false)
+	errZeroFuel          = newError(CodeAdmissionRejected, ScopeRequest, DimCPUFuel, ReasonBudgetInfeasible, false)
+	errZeroMemory        = newError(CodeAdmissionRejected, ScopeRequest, DimMemoryBytes, ReasonBudgetInfeasible, false)
+	errZeroWallTime      = newError(CodeAdmissionRejected, ScopeRequest, DimWallTime, ReasonBudgetInfeasible, false)
+	errNoCompatibleCell  = newError(CodeAdmissionRejected, ScopeCellClass, DimMemoryBytes, ReasonNoCompatibleCell, false)
+	errTenantCellClass   = newError(CodePermissionDenied, ScopeTenant, DimCellClass, ReasonCellClassNotAuthorized, false)
+	errTrustCellClass    = newError(CodePermissionDenied, ScopeTrustClass, DimCellClass, ReasonCellClassNotAuthorized, false)
+	errNodePayload       = newError(CodeResourceExhausted, ScopeNode, DimPayloadBytes, ReasonPayloadTooLarge, false)
+	errTenantPayload     = newError(CodeResourceExhausted, ScopeTenant, DimPayloadBytes, ReasonPayloadTooLarge, false)
+	errDeadlineExceeded  = newError(CodeDeadlineExceeded, ScopeRequest, DimDeadline, ReasonDeadlineExceeded, false)
+	errLoadUnavailable   = newError(CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
+	errCPUOverloaded     = newError(CodeResourceExhausted, ScopeNode, DimCPUPressure, ReasonNodeOverloaded, true)
+	errMemoryOverloaded  = newError(CodeResourceExhausted, ScopeNode, DimMemoryPressure, ReasonNodeOverloaded, true)
+	errDuplicate         = newError(CodeAlreadyExists, ScopeRequest, DimActivationID, ReasonActivationIDUnavailable, false)
+	errQueueInfeasible   = newError(CodeAdmissionRejected, ScopeCellClass, DimQueueDelay, ReasonQueueDeadlineInfeasible, true)
+	errQueueInfeasibleNo = newError(CodeAdmissionRejected, ScopeCellClass, DimQueueDelay, ReasonQueueDeadlineInfeasible, false)
+	errPermitDeadline    = newError(CodeDeadlineExceeded, ScopePermit, DimDeadline, ReasonDeadlineExceeded, false)
+	errPermitNotLive     = newError(CodeFailedPrecondition, ScopePermit, DimPermit, ReasonPermitNotLive, false)
+	errLoadRejected      = newError(CodeInvalidArgument, ScopeLoad, DimLoadSample, ReasonLoadSampleRejected, false)
+)
+
+// ErrLoadSampleRejected is returned by [NodeLoadState.Publish] for a
+// sample that is malformed or out of order; the node then fails closed
+// until a valid newer sample arrives.
+var ErrLoadSampleRejected = errLoadRejected
+
+// ErrPermitNotLive is returned for a permit that was released, consumed
+// or never issued.
+var ErrPermitNotLive = errPermitNotLive
+
+// capacityErrors[scope][dimension][permanent] are the capacity-exhausted
+// errors; retryable unless the reservation could not fit an empty scope.
+var capacityErrors = func() (t [5][4][2]*Error) {
+	scopes := [...]Scope{atomicledger.NodeScope: ScopeNode, atomicledger.TenantScope: ScopeTenant,
+		atomicledger.TrustClassScope: ScopeTrustClass, atomicledger.QueueClassScope: ScopeQueueClass}
+	dims := [...]Dimension{atomicledger.LiveActivations: DimLiveActivations, atomicledger.QueuedReservations: DimQueuedReservations,
+		atomicledger.CPUFuel: DimCPUFuel, atomicledger.MemoryBytes: DimMemoryBytes}
+	for s := atomicledger.NodeScope; s <= atomicledger.QueueClassScope; s++ {
+		for d := range dims {
+			if s == atomicledger.QueueClassScope && atomicledger.Dimension(d) != atomicledger.QueuedReservations {
+				continue
+			}
+			t[s][d][0] = newError(CodeResourceExhausted, scopes[s], dims[d], ReasonCapacityExhausted, true)
+			t[s][d][1] = newError(CodeResourceExhausted, scopes[s], dims[d], ReasonCapacityExhausted, false)
+		}
+	}
+	return t
+}()
+
+func capacityError(s atomicledger.Shortfall) *Error {
+	permanent := 0
+	if s.Permanent {
+		permanent = 1
+	}
+	return capacityErrors[s.Scope][s.Dimension][permanent]
+}

@@ -1,0 +1,302 @@
+package core
+
+import (
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"latent.dev/admission/core/atomicledger"
+	"latent.dev/admission/core/deadline"
+	"latent.dev/admission/policy"
+)
+
+// Permit states. The zero state is a permit that was never issued.
+const (
+	permitNeverIssued uint32 = iota
+	permitLive
+	permitConsumed // an AdmissionPermit whose StartExecution succeeded
+	permitReleased
+)
+
+// RevisionIdentity is the verified identity tuple a permit was admitted
+// for. The revision's untrusted attributes are not carried.
+type RevisionIdentity struct {
+	Tenant     string
+	Service    string
+	Route      string
+	Contract   string
+	Function   string
+	Revision   string
+	Release    string
+	Generation uint64
+}
+
+// grant is everything a permit tells its holder; immutable after admission.
+type grant struct {
+	activationID string
+	revision     RevisionIdentity
+	budget       policy.Budget
+	deadline     time.Time
+	cell         policy.CellClass
+	queueClass   string
+	trustClass   string
+	priority     uint32
+	rev          *policy.RevisionPolicy
+}
+
+// AdmissionPermit is an admitted activation's queued reservation. Only a
+// controller issues live ones; the zero value is inert. Exactly one owner
+// holds it: the scheduler takes it with the work, and either consumes it
+// with StartExecution or releases it (on enqueue failure, cancellation or
+// expiry). A permit dropped without either is reclaimed by a GC cleanup
+// and counted as leaked: an operator alarm, not a substitute for Release.
+//
+// An AdmissionPermit must not be copied after first use.
+type AdmissionPermit struct {
+	noCopy noCopy
+
+	ledger  *atomicledger.Ledger
+	clock   deadline.Clock
+	metrics *metrics
+	ticket  atomicledger.Ticket
+	grant   grant
+
+	// state changes only under the ledger mutex; read lock-free.
+	state atomic.Uint32
+
+	// exec is handed out by StartExecution. It lives inside the admission
+	// permit so that starting allocates nothing, and so that a held
+	// execution permit keeps the whole object (and its cleanup) alive.
+	exec ExecutionPermit
+}
+
+// ExecutionPermit is a started activation's reservation (live slot, fuel,
+// memory, cell backlog; no queued slot). The goroutine that owns execution
+// retains it until the guest has stopped, accounting is final and the cell
+// is released or quarantined, then releases it. The zero value is inert.
+//
+// An ExecutionPermit must not be copied after first use.
+type ExecutionPermit struct {
+	noCopy noCopy
+	parent *AdmissionPermit
+	state  atomic.Uint32 // changes only under the ledger mutex
+}
+
+type leakTicket struct {
+	ledger  *atomicledger.Ledger
+	metrics *metrics
+	ticket  atomicledger.Ticket
+}
+
+// reclaimLeaked runs from the GC once a permit is unreachable. It must not
+// refer to the permit itself, or the permit would never become unreachable.
+func reclaimLeaked(t leakTicket) {
+	if t.ledger.Release(t.ticket) {
+		t.metrics.leaked.Inc()
+	}
+}
+
+func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, ticket atomicledger.Ticket) *AdmissionPermit {
+	pr := c.provider
+	r := &req.Revision
+	p := &AdmissionPermit{
+		ledger:  pr.ledger,
+		clock:   c.clock,
+		metrics: pr.metrics,
+		ticket:  ticket,
+		grant: grant{
+			activationID: req.ActivationID,
+			revision: RevisionIdentity{Tenant: r.Tenant, Service: r.Service, Route: r.Route, Contract: r.Contract,
+				Function: r.Function, Revision: r.Revision, Release: r.Release, Generation: r.Generation},
+			budget:     d.grant,
+			deadline:   d.deadline,
+			cell:       d.reservation.CellClass,
+			queueClass: pr.queues[d.reservation.QueueClass].Name,
+			trustClass: pr.trust[d.reservation.TrustClass].Name,
+			priority:   req.Priority,
+			rev:        d.rev,
+		},
+	}
+	p.exec.parent = p
+	p.state.Store(permitLive)
+	runtime.AddCleanup(p, reclaimLeaked, leakTicket{ledger: pr.ledger, metrics: pr.metrics, ticket: ticket})
+	return p
+}
+
+// EnsureSchedulableAt checks, without changing anything, that the permit
+// is live and now is before its deadline. The scheduler calls it (with
+// the live clock) immediately before allocating a cell.
+func (p *AdmissionPermit) EnsureSchedulableAt(now time.Time) error {
+	if p == nil || p.state.Load() != permitLive {
+		return errPermitNotLive
+	}
+	if !now.Before(p.grant.deadline) {
+		return errPermitDeadline
+	}
+	return nil
+}
+
+// StartExecution consumes the permit once a cell lease is held: the clock
+// is resampled under the ledger mutex, and if the deadline has passed the
+// permit is released and an error returned (the caller must also release
+// or quarantine its lease). On success only the queued slots are returned.
+func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
+	if p == nil || p.state.Load() == permitNeverIssued {
+		return nil, errPermitNotLive
+	}
+	return p.start(time.Time{}, true)
+}
+
+// StartExecutionAt is StartExecution at a trusted deterministic time, for
+// replay and tests; never a caller-supplied timestamp.
+func (p *AdmissionPermit) StartExecutionAt(now time.Time) (*ExecutionPermit, error) {
+	if p == nil || p.state.Load() == permitNeverIssued {
+		return nil, errPermitNotLive
+	}
+	return p.start(now, false)
+}
+
+func (p *AdmissionPermit) start(now time.Time, live bool) (*ExecutionPermit, error) {
+	l := p.ledger
+	l.Lock()
+	defer l.Unlock()
+	if p.state.Load() != permitLive {
+		return nil, errPermitNotLive
+	}
+	if live {
+		now = p.clock.Now()
+	}
+	if !now.Before(p.grant.deadline) {
+		l.ReleaseLocked(p.ticket)
+		p.state.Store(permitReleased)
+		return nil, errPermitDeadline
+	}
+	if !l.StartLocked(p.ticket) {
+		p.state.Store(permitReleased)
+		return nil, errPermitNotLive
+	}
+	p.state.Store(permitConsumed)
+	p.exec.state.Store(permitLive)
+	return &p.exec, nil
+}
+
+// Release returns the queued reservation. It is idempotent and reports
+// whether it returned anything: false for a second release, a consumed
+// permit (its execution permit holds the reservation now) or the zero
+// value.
+func (p *AdmissionPermit) Release() bool {
+	if p == nil || p.state.Load() != permitLive {
+		return false
+	}
+	l := p.ledger
+	l.Lock()
+	defer l.Unlock()
+	if p.state.Load() != permitLive {
+		return false
+	}
+	p.state.Store(permitReleased)
+	return l.ReleaseLocked(p.ticket)
+}
+
+// Release returns everything the execution still holds, whatever was
+// consumed. It is idempotent and reports whether it returned anything.
+func (e *ExecutionPermit) Release() bool {
+	if e == nil || e.state.Load() != permitLive {
+		return false
+	}
+	l := e.parent.ledger
+	l.Lock()
+	defer l.Unlock()
+	if e.state.Load() != permitLive {
+		return false
+	}
+	e.state.Store(permitReleased)
+	return l.ReleaseLocked(e.parent.ticket)
+}
+
+// Live reports whether the permit still holds its queued reservation.
+func (p *AdmissionPermit) Live() bool { return p != nil && p.state.Load() == permitLive }
+
+// Live reports whether the execution permit still holds its reservation.
+func (e *ExecutionPermit) Live() bool { return e != nil && e.state.Load() == permitLive }
+
+// Accessors. They read immutable data and work in every state; the zero
+// value answers zero values.
+
+func (p *AdmissionPermit) g() *grant {
+	if p == nil {
+		return &grant{}
+	}
+	return &p.grant
+}
+
+func (e *ExecutionPermit) g() *grant {
+	if e == nil || e.parent == nil {
+		return &grant{}
+	}
+	return &e.parent.grant
+}
+
+// ActivationID is the admitted activation's ID.
+func (p *AdmissionPermit) ActivationID() string { return p.g().activationID }
+
+// Tenant is the admitted tenant.
+func (p *AdmissionPermit) Tenant() string { return p.g().revision.Tenant }
+
+// Revision is the verified revision identity.
+func (p *AdmissionPermit) Revision() RevisionIdentity { return p.g().revision }
+
+// EffectiveBudget is the grant: per dimension the minimum of request,
+// capsule, deployment and node ceilings; its wall time is always set.
+func (p *AdmissionPermit) EffectiveBudget() policy.Budget { return p.g().budget }
+
+// Deadline is the effective deadline, bound once at admission.
+func (p *AdmissionPermit) Deadline() time.Time { return p.g().deadline }
+
+// Obligations are what downstream must enforce.
+func (p *AdmissionPermit) Obligations() Obligations { return p.g().obligations() }
+
+// ActivationID is the admitted activation's ID.
+func (e *ExecutionPermit) ActivationID() string { return e.g().activationID }
+
+// Tenant is the admitted tenant.
+func (e *ExecutionPermit) Tenant() string { return e.g().revision.Tenant }
+
+// Revision is the verified revision identity.
+func (e *ExecutionPermit) Revision() RevisionIdentity { return e.g().revision }
+
+// EffectiveBudget is the grant the runner initializes accounting from.
+func (e *ExecutionPermit) EffectiveBudget() policy.Budget { return e.g().budget }
+
+// Deadline is the effective deadline bound at admission; never reset.
+func (e *ExecutionPermit) Deadline() time.Time { return e.g().deadline }
+
+// Obligations are what the runner must enforce.
+func (e *ExecutionPermit) Obligations() Obligations { return e.g().obligations() }
+
+// Obligations are the typed, immutable terms of a permit: the exact
+// classes selected and the revision's execution requirements.
+type Obligations struct {
+	CellClass      policy.CellClass
+	QueueClass     string
+	TrustClass     string
+	Priority       uint32
+	Backend        string
+	Threading      policy.Threading
+	StateModel     string
+	Features       []string
+	CallDepthLimit uint32
+}
+
+func (g *grant) obligations() Obligations {
+	o := Obligations{CellClass: g.cell, QueueClass: g.queueClass, TrustClass: g.trustClass, Priority: g.priority}
+	if g.rev != nil {
+		o.Backend = g.rev.Backend
+		o.Threading = g.rev.Threading
+		o.StateModel = g.rev.StateModel
+		o.Features = slices.Clone(g.rev.Features)
+		o.CallDepthLimit = g.rev.CallDepthLimit
+	}
+	return o
+}

@@ -1,0 +1,132 @@
+package core
+
+import (
+	"latent.dev/admission/core/atomicledger"
+	"latent.dev/admission/core/deadline"
+	"latent.dev/admission/policy"
+)
+
+// LocalQuotaProvider owns a node's immutable compiled policy, its one
+// quota ledger and its operator counters. Create one per node and share
+// it with every controller; independent providers would be independent
+// limits, which is not a supported node composition.
+type LocalQuotaProvider struct {
+	policy  *policy.Compiled
+	node    policy.NodeSettings
+	tenants []policy.TenantSettings
+	trust   []policy.TrustClassSettings
+	queues  []policy.QueueClassSettings
+	cells   [policy.NumCellClasses]policy.CellClassSettings
+	ledger  *atomicledger.Ledger
+	metrics *metrics
+}
+
+// NewLocalQuotaProvider validates and compiles p, then allocates the
+// ledger. An invalid policy returns an error before any state is retained.
+func NewLocalQuotaProvider(p *policy.NodeAdmissionPolicy) (*LocalQuotaProvider, error) {
+	compiled, err := policy.Compile(p)
+	if err != nil {
+		return nil, err
+	}
+	return NewLocalQuotaProviderCompiled(compiled), nil
+}
+
+// NewLocalQuotaProviderCompiled builds a provider from an already compiled
+// policy.
+func NewLocalQuotaProviderCompiled(c *policy.Compiled) *LocalQuotaProvider {
+	pr := &LocalQuotaProvider{
+		policy:  c,
+		node:    c.Node(),
+		tenants: make([]policy.TenantSettings, c.NumTenants()),
+		trust:   make([]policy.TrustClassSettings, c.NumTrustClasses()),
+		queues:  make([]policy.QueueClassSettings, c.NumQueueClasses()),
+		ledger:  atomicledger.New(c),
+		metrics: newMetrics(),
+	}
+	for i := range pr.tenants {
+		pr.tenants[i] = c.Tenant(policy.TenantID(i))
+	}
+	for i := range pr.trust {
+		pr.trust[i] = c.TrustClass(policy.TrustClassID(i))
+	}
+	for i := range pr.queues {
+		pr.queues[i] = c.QueueClass(policy.QueueClassID(i))
+	}
+	for i := range pr.cells {
+		pr.cells[i] = c.CellClass(policy.CellClass(i))
+	}
+	return pr
+}
+
+// Policy returns the compiled policy.
+func (p *LocalQuotaProvider) Policy() *policy.Compiled { return p.policy }
+
+// Controller returns an admission controller over this provider's ledger
+// that resolves revision policy through source, reads load from load and
+// time from clock (nil means the system clock).
+func (p *LocalQuotaProvider) Controller(source RevisionPolicySource, load NodeLoadSource, clock deadline.Clock) *AdmissionController {
+	if clock == nil {
+		clock = deadline.System{}
+	}
+	return &AdmissionController{provider: p, source: source, load: load, clock: clock}
+}
+
+// QuotaSnapshot is one scope's reservations and limits. Reservations are
+// concurrent promised capacity, not a replenishing rate, so
+// ResetAtUnixMillis is always nil.
+type QuotaSnapshot struct {
+	Live              uint64
+	Queued            uint64
+	CPUFuel           uint64
+	MemoryBytes       uint64
+	Limits            policy.Limits
+	ResetAtUnixMillis *int64
+}
+
+func snapshotOf(u atomicledger.Usage, l policy.Limits) QuotaSnapshot {
+	return QuotaSnapshot{Live: u.Live, Queued: u.Queued, CPUFuel: u.CPUFuel, MemoryBytes: u.MemoryBytes, Limits: l}
+}
+
+// NodeSnapshot reports the node scope. Snapshots are trusted-local
+// administrative surfaces: the embedding API must authorize access.
+func (p *LocalQuotaProvider) NodeSnapshot() QuotaSnapshot {
+	return snapshotOf(p.ledger.Node(), p.node.Limits)
+}
+
+// TenantSnapshot reports a configured tenant's scope.
+func (p *LocalQuotaProvider) TenantSnapshot(tenant string) (QuotaSnapshot, bool) {
+	id, ok := p.policy.TenantID(tenant)
+	if !ok {
+		return QuotaSnapshot{}, false
+	}
+	return snapshotOf(p.ledger.Tenant(id), p.tenants[id].Limits), true
+}
+
+// TrustClassSnapshot reports a configured trust class's scope.
+func (p *LocalQuotaProvider) TrustClassSnapshot(name string) (QuotaSnapshot, bool) {
+	id, ok := p.policy.TrustClassID(name)
+	if !ok {
+		return QuotaSnapshot{}, false
+	}
+	return snapshotOf(p.ledger.TrustClass(id), p.trust[id].Limits), true
+}
+
+// QueueClassSnapshot reports a queue class's queued reservations and bound.
+func (p *LocalQuotaProvider) QueueClassSnapshot(name string) (queued, maxQueued uint64, ok bool) {
+	id, ok := p.policy.QueueClassID(name)
+	if !ok {
+		return 0, 0, false
+	}
+	return p.ledger.QueueClassQueued(id), p.queues[id].MaxQueued, true
+}
+
+// CellClassSnapshot reports a configured cell class's live backlog.
+func (p *LocalQuotaProvider) CellClassSnapshot(class policy.CellClass) (live uint64, ok bool) {
+	if int(class) >= policy.NumCellClasses || !p.cells[class].Configured {
+		return 0, false
+	}
+	return p.ledger.CellClassLive(class), true
+}
+
+// LiveReservations is the number of live reservations on the node.
+func (p *LocalQuotaProvider) LiveReservations() int { return p.ledger.LiveEntries() }
