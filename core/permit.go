@@ -11,11 +11,14 @@ import (
 	"latent.dev/admission/policy"
 )
 
-// Permit states. The zero state is a permit that was never issued.
+// Permit states. The zero state is a permit that was never issued. One
+// object serves as both permits: StartExecution turns the queued state
+// into the executing one and hands out the same memory as an
+// *ExecutionPermit, so starting allocates nothing.
 const (
 	permitNeverIssued uint32 = iota
-	permitLive
-	permitConsumed // an AdmissionPermit whose StartExecution succeeded
+	permitQueued
+	permitExecuting
 	permitReleased
 )
 
@@ -49,8 +52,9 @@ type grant struct {
 // controller issues live ones; the zero value is inert. Exactly one owner
 // holds it: the scheduler takes it with the work, and either consumes it
 // with StartExecution or releases it (on enqueue failure, cancellation or
-// expiry). A permit dropped without either is reclaimed by a GC cleanup
-// and counted as leaked: an operator alarm, not a substitute for Release.
+// expiry). A permit dropped without either is reclaimed when the garbage
+// collector finds it unreachable and counted as leaked: an operator
+// alarm, not a substitute for Release.
 //
 // An AdmissionPermit must not be copied after first use.
 type AdmissionPermit struct {
@@ -62,13 +66,8 @@ type AdmissionPermit struct {
 	ticket  atomicledger.Ticket
 	grant   grant
 
-	// state changes only under the ledger mutex; read lock-free.
+	// state changes only under the ledger mutex and is read lock-free.
 	state atomic.Uint32
-
-	// exec is handed out by StartExecution. It lives inside the admission
-	// permit so that starting allocates nothing, and so that a held
-	// execution permit keeps the whole object (and its cleanup) alive.
-	exec ExecutionPermit
 }
 
 // ExecutionPermit is a started activation's reservation (live slot, fuel,
@@ -77,23 +76,16 @@ type AdmissionPermit struct {
 // is released or quarantined, then releases it. The zero value is inert.
 //
 // An ExecutionPermit must not be copied after first use.
-type ExecutionPermit struct {
-	noCopy noCopy
-	parent *AdmissionPermit
-	state  atomic.Uint32 // changes only under the ledger mutex
-}
+type ExecutionPermit AdmissionPermit
 
-type leakTicket struct {
-	ledger  *atomicledger.Ledger
-	metrics *metrics
-	ticket  atomicledger.Ticket
-}
-
-// reclaimLeaked runs from the GC once a permit is unreachable. It must not
-// refer to the permit itself, or the permit would never become unreachable.
-func reclaimLeaked(t leakTicket) {
-	if t.ledger.Release(t.ticket) {
-		t.metrics.leaked.Inc()
+// reclaimLeaked is the permit's finalizer: it returns the reservation of
+// a permit that became unreachable while still holding one. A finalizer
+// (rather than runtime.AddCleanup, which allocates a closure per call)
+// keeps admission at a single allocation; the permit holds no pointer to
+// itself, so nothing keeps an abandoned one reachable.
+func reclaimLeaked(p *AdmissionPermit) {
+	if p.ledger.Release(p.ticket) {
+		p.metrics.leaked.Inc()
 	}
 }
 
@@ -118,9 +110,8 @@ func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, tick
 			rev:        d.rev,
 		},
 	}
-	p.exec.parent = p
-	p.state.Store(permitLive)
-	runtime.AddCleanup(p, reclaimLeaked, leakTicket{ledger: pr.ledger, metrics: pr.metrics, ticket: ticket})
+	p.state.Store(permitQueued)
+	runtime.SetFinalizer(p, reclaimLeaked)
 	return p
 }
 
@@ -128,7 +119,7 @@ func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, tick
 // is live and now is before its deadline. The scheduler calls it (with
 // the live clock) immediately before allocating a cell.
 func (p *AdmissionPermit) EnsureSchedulableAt(now time.Time) error {
-	if p == nil || p.state.Load() != permitLive {
+	if p == nil || p.state.Load() != permitQueued {
 		return errPermitNotLive
 	}
 	if !now.Before(p.grant.deadline) {
@@ -140,12 +131,17 @@ func (p *AdmissionPermit) EnsureSchedulableAt(now time.Time) error {
 // StartExecution consumes the permit once a cell lease is held: the clock
 // is resampled under the ledger mutex, and if the deadline has passed the
 // permit is released and an error returned (the caller must also release
-// or quarantine its lease). On success only the queued slots are returned.
+// or quarantine its lease). On success only the queued slots are returned,
+// and the returned execution permit holds the rest.
 func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 	if p == nil || p.state.Load() == permitNeverIssued {
 		return nil, errPermitNotLive
 	}
-	return p.start(time.Time{}, true)
+	e, err := p.start(time.Time{}, true)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 // StartExecutionAt is StartExecution at a trusted deterministic time, for
@@ -154,14 +150,18 @@ func (p *AdmissionPermit) StartExecutionAt(now time.Time) (*ExecutionPermit, err
 	if p == nil || p.state.Load() == permitNeverIssued {
 		return nil, errPermitNotLive
 	}
-	return p.start(now, false)
+	e, err := p.start(now, false)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
-func (p *AdmissionPermit) start(now time.Time, live bool) (*ExecutionPermit, error) {
+func (p *AdmissionPermit) start(now time.Time, live bool) (*ExecutionPermit, *Error) {
 	l := p.ledger
 	l.Lock()
 	defer l.Unlock()
-	if p.state.Load() != permitLive {
+	if p.state.Load() != permitQueued {
 		return nil, errPermitNotLive
 	}
 	if live {
@@ -176,50 +176,40 @@ func (p *AdmissionPermit) start(now time.Time, live bool) (*ExecutionPermit, err
 		p.state.Store(permitReleased)
 		return nil, errPermitNotLive
 	}
-	p.state.Store(permitConsumed)
-	p.exec.state.Store(permitLive)
-	return &p.exec, nil
+	p.state.Store(permitExecuting)
+	return (*ExecutionPermit)(p), nil
 }
 
-// Release returns the queued reservation. It is idempotent and reports
-// whether it returned anything: false for a second release, a consumed
-// permit (its execution permit holds the reservation now) or the zero
-// value.
-func (p *AdmissionPermit) Release() bool {
-	if p == nil || p.state.Load() != permitLive {
+// release returns the reservation if the permit is in state from.
+func (p *AdmissionPermit) release(from uint32) bool {
+	if p == nil || p.state.Load() != from {
 		return false
 	}
 	l := p.ledger
 	l.Lock()
 	defer l.Unlock()
-	if p.state.Load() != permitLive {
+	if p.state.Load() != from {
 		return false
 	}
 	p.state.Store(permitReleased)
 	return l.ReleaseLocked(p.ticket)
 }
 
+// Release returns the queued reservation. It is idempotent and reports
+// whether it returned anything: false for a second release, a consumed
+// permit (its execution permit holds the reservation now) or the zero
+// value.
+func (p *AdmissionPermit) Release() bool { return p.release(permitQueued) }
+
 // Release returns everything the execution still holds, whatever was
 // consumed. It is idempotent and reports whether it returned anything.
-func (e *ExecutionPermit) Release() bool {
-	if e == nil || e.state.Load() != permitLive {
-		return false
-	}
-	l := e.parent.ledger
-	l.Lock()
-	defer l.Unlock()
-	if e.state.Load() != permitLive {
-		return false
-	}
-	e.state.Store(permitReleased)
-	return l.ReleaseLocked(e.parent.ticket)
-}
+func (e *ExecutionPermit) Release() bool { return (*AdmissionPermit)(e).release(permitExecuting) }
 
 // Live reports whether the permit still holds its queued reservation.
-func (p *AdmissionPermit) Live() bool { return p != nil && p.state.Load() == permitLive }
+func (p *AdmissionPermit) Live() bool { return p != nil && p.state.Load() == permitQueued }
 
 // Live reports whether the execution permit still holds its reservation.
-func (e *ExecutionPermit) Live() bool { return e != nil && e.state.Load() == permitLive }
+func (e *ExecutionPermit) Live() bool { return e != nil && e.state.Load() == permitExecuting }
 
 // Accessors. They read immutable data and work in every state; the zero
 // value answers zero values.
@@ -231,12 +221,7 @@ func (p *AdmissionPermit) g() *grant {
 	return &p.grant
 }
 
-func (e *ExecutionPermit) g() *grant {
-	if e == nil || e.parent == nil {
-		return &grant{}
-	}
-	return &e.parent.grant
-}
+func (e *ExecutionPermit) g() *grant { return (*AdmissionPermit)(e).g() }
 
 // ActivationID is the admitted activation's ID.
 func (p *AdmissionPermit) ActivationID() string { return p.g().activationID }

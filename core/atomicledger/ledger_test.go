@@ -1,0 +1,140 @@
+package atomicledger
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+
+	"go.uber.org/goleak"
+
+	"latent.dev/admission/policy"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestCountersOccupyWholeCacheLines(t *testing.T) {
+	if s := unsafe.Sizeof(counters{}); s%cacheLine != 0 {
+		t.Fatalf("counters are %d bytes, not a multiple of %d", s, cacheLine)
+	}
+	if s := unsafe.Sizeof(paddedSequence{}); s < 2*cacheLine {
+		t.Fatalf("sequence padding is %d bytes", s)
+	}
+	var l Ledger
+	if off := unsafe.Offsetof(l.sequence) + unsafe.Offsetof(l.sequence.seq); (off-unsafe.Offsetof(l.sequence))%cacheLine != 0 {
+		t.Fatalf("sequence counter at %d shares a line with its neighbours", off)
+	}
+}
+
+func testLedger(t testing.TB, maxLive uint64) *Ledger {
+	t.Helper()
+	lim := policy.Limits{MaxLiveActivations: maxLive, MaxQueuedReservations: maxLive, MaxReservedCPUFuel: 1 << 40, MaxReservedMemoryBytes: 1 << 40}
+	p := &policy.NodeAdmissionPolicy{
+		Node: policy.NodePolicy{
+			Placement: policy.Placement{Architecture: "x", Region: "r", Zone: "z"},
+			Backends:  []string{"wasm"}, StateModels: []string{"stateless"},
+			BudgetCeiling: policy.NodeBudgetCeiling{CPUFuel: 1, MemoryBytes: 1, WallTime: 1},
+			Limits:        lim, MaximumIdentifierBytes: 64, MaximumGeneratedIdentifierBytes: 96,
+			Overload: policy.OverloadPolicy{CPUThreshold: 1, MemoryThreshold: 1, MaximumObservationAge: 1},
+		},
+		QueueClasses: []policy.QueueClassPolicy{{Name: "q", MaxQueued: maxLive}},
+		CellClasses:  []policy.CellClassPolicy{{Class: "tiny", MemoryBytes: 1, Parallelism: 1, Threading: []string{"single"}}},
+		TrustClasses: []policy.TrustClassPolicy{{Name: "t", CellClasses: []string{"tiny"}, Limits: lim}},
+		Tenants: []policy.TenantPolicy{
+			{ID: "a", TrustClasses: []string{"t"}, CellClasses: []string{"tiny"}, Limits: lim},
+			{ID: "b", TrustClasses: []string{"t"}, CellClasses: []string{"tiny"}, Limits: lim},
+		},
+	}
+	return New(policy.MustCompile(p))
+}
+
+// TestLiveTableAgainstAMap drives random inserts and removals (with a
+// small key space, so probe runs collide and wrap) and compares every
+// lookup with a map.
+func TestLiveTableAgainstAMap(t *testing.T) {
+	for _, maxLive := range []uint64{1, 3, 16, 100} {
+		t.Run(fmt.Sprint(maxLive), func(t *testing.T) {
+			l := testLedger(t, maxLive)
+			rng := rand.New(rand.NewPCG(1, maxLive))
+			type key struct {
+				tenant policy.TenantID
+				id     string
+			}
+			model := map[key]Ticket{}
+			for step := 0; step < 20000; step++ {
+				k := key{policy.TenantID(rng.IntN(2)), fmt.Sprint(rng.IntN(int(maxLive) * 3))}
+				fp := FingerprintOf(k.tenant, k.id)
+				l.Lock()
+				found := l.ContainsLocked(fp, k.tenant, k.id)
+				_, want := model[k]
+				if found != want {
+					l.Unlock()
+					t.Fatalf("step %d: contains(%v) = %v, want %v", step, k, found, want)
+				}
+				r := Reservation{Tenant: k.tenant, CPUFuel: 1, MemoryBytes: 1}
+				switch {
+				case found:
+					if !l.ReleaseLocked(model[k]) {
+						t.Fatalf("step %d: live ticket did not release", step)
+					}
+					delete(model, k)
+				case l.ShortfallLocked(&r).Scope == NoScope:
+					model[k] = l.ReserveLocked(fp, k.id, r)
+				}
+				l.Unlock()
+				if n := l.Node().Live; n != uint64(len(model)) {
+					t.Fatalf("step %d: node live %d, model %d", step, n, len(model))
+				}
+			}
+		})
+	}
+}
+
+func TestPreCheck(t *testing.T) {
+	l := testLedger(t, 1)
+	r := Reservation{Tenant: 0, CPUFuel: 1, MemoryBytes: 1}
+	fp := FingerprintOf(0, "x")
+	if s, exact := l.PreCheck(fp, &r); !exact || s.Scope != NoScope {
+		t.Fatalf("empty ledger: %+v %v", s, exact)
+	}
+	l.Lock()
+	tk := l.ReserveLocked(fp, "x", r)
+	l.Unlock()
+	if _, exact := l.PreCheck(fp, &r); exact {
+		t.Fatal("a possibly live key must defer to the locked path")
+	}
+	other := FingerprintOf(0, "y")
+	s, exact := l.PreCheck(other, &r)
+	if !exact || s != (Shortfall{Scope: NodeScope, Dimension: LiveActivations}) {
+		t.Fatalf("full node: %+v %v", s, exact)
+	}
+	l.sequence.seq.Add(1) // a commit in flight
+	if _, exact := l.PreCheck(other, &r); exact {
+		t.Fatal("pre-check trusted counters while a commit was in flight")
+	}
+	l.sequence.seq.Add(1)
+	if !l.Release(tk) || l.Release(tk) {
+		t.Fatal("release is not exactly-once")
+	}
+}
+
+func TestFingerprintSeparatesTenants(t *testing.T) {
+	if FingerprintOf(0, "x") == FingerprintOf(1, "x") {
+		t.Fatal("tenants share a fingerprint")
+	}
+	if FingerprintOf(0, "x") == 0 {
+		t.Fatal("zero fingerprint")
+	}
+}
+
+func TestFitsNeverOverflows(t *testing.T) {
+	if fits(^uint64(0), 1, ^uint64(0)) {
+		t.Fatal("overflowed")
+	}
+	if !fits(1, 1, 2) || fits(2, 1, 2) {
+		t.Fatal("boundary")
+	}
+	if fits(0, 3, 2) {
+		t.Fatal("need over limit")
+	}
+}
