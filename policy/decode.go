@@ -118,7 +118,7 @@ func decodeNode(d *strictjson.Decoder, o *strictjson.Object, n *NodePolicy) {
 	bc.Done()
 	n.Limits = decodeLimits(o.Object("limits"))
 	n.MaximumPayloadBytes = o.Uint64("maximum_payload_bytes")
-	n.MaximumPriority = uint32(o.Uint64Max("maximum_priority", MaxPriority))
+	n.MaximumPriority = uint32(o.Uint64Max("maximum_priority", math.MaxUint32))
 	n.MaximumIdentifierBytes = uint32(o.Uint64Max("maximum_identifier_bytes", math.MaxUint32))
 	n.MaximumGeneratedIdentifierBytes = uint32(o.Uint64Max("maximum_generated_identifier_bytes", math.MaxUint32))
 	n.MaximumMetadataEntries = uint32(o.Uint64Max("maximum_metadata_entries", math.MaxUint32))

@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Problem is one thing wrong with a document, at one JSON path.
@@ -119,6 +120,9 @@ type Value struct {
 // alongside the tree (the first occurrence wins); a syntax error returns a
 // nil tree.
 func Parse(data []byte) (*Value, Problems) {
+	if !utf8.Valid(data) { // encoding/json would silently turn bad bytes into U+FFFD
+		return nil, Problems{{Message: "invalid JSON: not valid UTF-8"}}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	p := &parser{dec: dec}
