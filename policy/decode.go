@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math"
+	"strings"
 
 	"latent.dev/admission/internal/strictjson"
 )
@@ -22,7 +23,7 @@ func DecodePolicy(data []byte) (*NodeAdmissionPolicy, error) {
 	d := strictjson.NewDecoder(parseProblems)
 	p := DecodePolicyValue(d, tree)
 	structural := d.Problems()
-	semantic := strictjson.AsProblems(p.Validate())
+	semantic := strictjson.AsProblems(p.validate(brokenInputsOf(structural)))
 	all := append(strictjson.Problems(nil), structural...)
 	for _, s := range semantic {
 		if !coveredBy(s.Path, structural) {
@@ -33,6 +34,16 @@ func DecodePolicy(data []byte) (*NodeAdmissionPolicy, error) {
 		return nil, all
 	}
 	return p, nil
+}
+
+func brokenInputsOf(structural strictjson.Problems) brokenInputs {
+	var b brokenInputs
+	for _, s := range structural {
+		b.maximumPriority = b.maximumPriority || s.Path == "" || s.Path == "node" || s.Path == "node.maximum_priority"
+		b.cellClasses = b.cellClasses || s.Path == "" || strings.HasPrefix(s.Path, "cell_classes")
+		b.trustClasses = b.trustClasses || s.Path == "" || strings.HasPrefix(s.Path, "trust_classes")
+	}
+	return b
 }
 
 func coveredBy(path string, structural strictjson.Problems) bool {

@@ -18,10 +18,6 @@ type ruleCase struct {
 	// hold: duplicate keys, syntax errors).
 	raw  func(t testing.TB, data []byte) []byte
 	want []want // nil: the file is valid
-	// knownBug, when set, describes a reported defect that makes the case
-	// fail; the case is skipped while it fails and must lose the mark once
-	// the defect is fixed.
-	knownBug string
 }
 
 func (c ruleCase) file(t testing.TB) []byte {
@@ -191,27 +187,21 @@ func structuralCases() []ruleCase {
 			name: "missing node object hides the rules that read it",
 			edit: func(d *document) { d.remove("node") },
 			want: []want{{"node", "missing"}},
-			knownBug: "the node maximum priority decodes as 0, so queue_classes[1] is also " +
-				"reported as an empty range",
 		},
 		{
 			name: "mistyped node maximum_priority hides the queue class range rules",
 			edit: func(d *document) { d.set("node.maximum_priority", "9") },
 			want: []want{{"node.maximum_priority", wantWhole + "a string"}},
-			knownBug: "the node maximum priority decodes as 0, so queue_classes[1] is also " +
-				"reported as an empty range",
 		},
 		{
-			name:     "mistyped cell class name hides the references to it",
-			edit:     func(d *document) { d.set("cell_classes[0].class", 1) },
-			want:     []want{{"cell_classes[0].class", "expected a string, got a number"}},
-			knownBug: "every reference to the class is also reported as not a configured cell class",
+			name: "mistyped cell class name hides the references to it",
+			edit: func(d *document) { d.set("cell_classes[0].class", 1) },
+			want: []want{{"cell_classes[0].class", "expected a string, got a number"}},
 		},
 		{
-			name:     "mistyped trust class name hides the references to it",
-			edit:     func(d *document) { d.set("trust_classes[1].name", 1) },
-			want:     []want{{"trust_classes[1].name", "expected a string, got a number"}},
-			knownBug: "every reference to the class is also reported as not a configured trust class",
+			name: "mistyped trust class name hides the references to it",
+			edit: func(d *document) { d.set("trust_classes[1].name", 1) },
+			want: []want{{"trust_classes[1].name", "expected a string, got a number"}},
 		},
 		{
 			name: "syntax error stops decoding",
@@ -294,12 +284,6 @@ func TestDecodePolicyRules(t *testing.T) {
 				t.Error("DecodePolicy returned a policy along with its error")
 			}
 			got := problemsOf(t, err)
-			if c.knownBug != "" {
-				if ok, diff := matchProblems(got, c.want); !ok {
-					t.Skipf("known bug: %s\n%s", c.knownBug, diff)
-				}
-				t.Fatalf("passes now; remove its knownBug mark (%s)", c.knownBug)
-			}
 			assertProblems(t, got, c.want)
 		})
 	}

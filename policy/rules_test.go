@@ -186,8 +186,6 @@ func ruleViolationCases() []ruleCase {
 			name: "overlap does not leave the rest of the range uncovered",
 			edit: func(d *document) { d.set("queue_classes[1].min_priority", 4) },
 			want: []want{{"queue_classes[1]", "priority 4 is already in queue_classes[0]"}},
-			knownBug: "validate.go queueClasses breaks out of the claiming loop at the first " +
-				"overlapping priority, so 5..9 are then also reported as in no queue class",
 		},
 		{
 			name: "reversed queue class range",

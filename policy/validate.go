@@ -18,8 +18,18 @@ const (
 
 // Validate checks every rule of FILES.md and returns all violations as a
 // [strictjson.Problems], each with its JSON path, or nil.
-func (p *NodeAdmissionPolicy) Validate() error {
-	v := &validator{d: strictjson.NewDecoder(nil), p: p}
+func (p *NodeAdmissionPolicy) Validate() error { return p.validate(brokenInputs{}) }
+
+// brokenInputs names parts of a decoded file that had structural problems:
+// rules that depend on them would only report follow-on noise.
+type brokenInputs struct {
+	maximumPriority bool // node or node.maximum_priority
+	cellClasses     bool // some cell class name could not be read
+	trustClasses    bool // some trust class name could not be read
+}
+
+func (p *NodeAdmissionPolicy) validate(broken brokenInputs) error {
+	v := &validator{d: strictjson.NewDecoder(nil), p: p, broken: broken}
 	v.node()
 	v.queueClasses()
 	cells := v.cellClasses()
@@ -29,8 +39,9 @@ func (p *NodeAdmissionPolicy) Validate() error {
 }
 
 type validator struct {
-	d *strictjson.Decoder
-	p *NodeAdmissionPolicy
+	d      *strictjson.Decoder
+	p      *NodeAdmissionPolicy
+	broken brokenInputs
 }
 
 func (v *validator) problem(path, format string, args ...any) {
@@ -106,7 +117,7 @@ func (v *validator) queueClasses() {
 	}
 	v.uniqueNames("queue_classes", "name", names)
 	maxPriority := v.p.Node.MaximumPriority
-	if maxPriority > MaxPriority {
+	if maxPriority > MaxPriority || v.broken.maximumPriority {
 		return
 	}
 	owner := make([]int, int(maxPriority)+1)
@@ -124,12 +135,14 @@ func (v *validator) queueClasses() {
 			continue
 		}
 		top := min(q.MaxPriority, maxPriority)
+		reported := false
 		for pr := q.MinPriority; pr <= top; pr++ {
-			if owner[pr] >= 0 {
+			if owner[pr] < 0 {
+				owner[pr] = i
+			} else if !reported {
 				v.problem(path, "priority %d is already in %s", pr, strictjson.Index("queue_classes", owner[pr]))
-				break
+				reported = true
 			}
-			owner[pr] = i
 		}
 	}
 	for pr := 0; pr < len(owner); pr++ {
@@ -191,11 +204,14 @@ func (v *validator) cellClasses() map[string]int {
 	return seen
 }
 
-func (v *validator) references(path string, refs []string, known map[string]int, what string) {
+func (v *validator) references(path string, refs []string, known map[string]int, what string, knownBroken bool) {
 	seen := map[string]bool{}
 	for j, r := range refs {
 		rp := strictjson.Index(path, j)
 		if _, ok := known[r]; !ok {
+			if knownBroken {
+				continue
+			}
 			v.problem(rp, "is not a configured %s", what)
 		} else if seen[r] {
 			v.problem(rp, "is listed twice")
@@ -214,7 +230,7 @@ func (v *validator) trustClasses(cells map[string]int) map[string]int {
 		v.problem("trust_classes", "has %d entries; at most %d are supported", len(v.p.TrustClasses), MaxTrustClasses)
 	}
 	for i, t := range v.p.TrustClasses {
-		v.references(strictjson.Index("trust_classes", i)+".cell_classes", t.CellClasses, cells, "cell class")
+		v.references(strictjson.Index("trust_classes", i)+".cell_classes", t.CellClasses, cells, "cell class", v.broken.cellClasses)
 	}
 	return known
 }
@@ -244,7 +260,7 @@ func (v *validator) tenants(cells, trust map[string]int) {
 				seen[pr] = j
 			}
 		}
-		v.references(path+".trust_classes", t.TrustClasses, trust, "trust class")
-		v.references(path+".cell_classes", t.CellClasses, cells, "cell class")
+		v.references(path+".trust_classes", t.TrustClasses, trust, "trust class", v.broken.trustClasses)
+		v.references(path+".cell_classes", t.CellClasses, cells, "cell class", v.broken.cellClasses)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -324,12 +325,25 @@ func (d *Decoder) Uint64(v *Value) (uint64, bool) {
 		return 0, false
 	}
 	if strings.ContainsAny(s, ".eE") {
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || f != math.Trunc(f) || f < 0 || f >= 1<<64 {
+		// Exact rational arithmetic, so 9007199254740993.0 stays exact and
+		// 1e20 is out of range rather than "not whole". Exponents are
+		// bounded first: SetString would expand 1e999999999 in full.
+		if i := strings.IndexAny(s, "eE"); i >= 0 {
+			if exp, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+")); err != nil || exp > 400 || exp < -400 {
+				d.Problemf(v.Path, "is out of range (at most %d)", uint64(math.MaxUint64))
+				return 0, false
+			}
+		}
+		r, ok := new(big.Rat).SetString(s)
+		if !ok || !r.IsInt() {
 			d.Problemf(v.Path, "must be a whole number")
 			return 0, false
 		}
-		return uint64(f), true
+		if !r.Num().IsUint64() {
+			d.Problemf(v.Path, "is out of range (at most %d)", uint64(math.MaxUint64))
+			return 0, false
+		}
+		return r.Num().Uint64(), true
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {

@@ -285,11 +285,9 @@ func TestUint64IsExactInEveryNotation(t *testing.T) {
 	} {
 		t.Run(c.doc, func(t *testing.T) {
 			got, ok, ps := readNumber(t, c.doc, func(d *strictjson.Decoder, v *strictjson.Value) (any, bool) { return d.Uint64(v) })
-			if ok && got == c.want {
-				t.Fatal("passes now; remove the known-bug skip below")
+			if !ok || got != c.want {
+				t.Fatalf("got %v, %v, %q; want %d", got, ok, ps, c.want)
 			}
-			t.Skipf("known bug: Decoder.Uint64 parses fraction and exponent forms through float64 "+
-				"and so rounds above 2^53 or refuses them: got %v, %v, %q; want %d", got, ok, ps, c.want)
 		})
 	}
 }
