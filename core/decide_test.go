@@ -31,7 +31,6 @@ type decideCase struct {
 	req     func(r *AdmissionRequest)
 	atMs    int64
 	want    row
-	wantErr *Error
 }
 
 // addRevision deploys a variant of the resize revision under another route.
