@@ -8,7 +8,9 @@ FUZZTIME    ?= 5s
 BENCHCOUNT  ?= 6
 
 # Fuzz targets as package:Target; each runs for FUZZTIME in CI.
-FUZZ_TARGETS = ./policy:FuzzDecodePolicy
+FUZZ_TARGETS = ./policy:FuzzDecodePolicy ./policy:FuzzValidIdentifier \
+	./catalog:FuzzOpenStore ./catalog:FuzzDecodeCatalog \
+	./internal/scenario:FuzzDecodeScenario
 
 .PHONY: test race bench profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check ci
 
@@ -39,10 +41,11 @@ fuzz-ci:
 fuzz:
 	$(MAKE) fuzz-ci FUZZTIME=2m
 
+# The shared examples are committed under testdata/shared-scenarios; the
+# originals beside the checkout are replayed too when they are there.
 scenarios:
-	@if [ -f cmd/admissionctl/replay.go ]; then \
-		$(GO) run ./cmd/admissionctl replay --check ../shared/scenarios/*.json testdata/scenarios/*.json; \
-	fi
+	$(GO) run ./cmd/admissionctl replay --check -q testdata/shared-scenarios/*.json \
+		$$(ls testdata/scenarios/*.json 2>/dev/null) $$(ls ../shared/scenarios/*.json 2>/dev/null)
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT) ./bench | tee bench.txt

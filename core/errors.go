@@ -249,3 +249,8 @@ func capacityError(s atomicledger.Shortfall) *Error {
 	}
 	return capacityErrors[s.Scope][s.Dimension][permanent]
 }
+
+// ErrRevisionNotAvailable is the rejection for a revision the pinned view
+// does not hold. An adapter whose route resolution finds nothing answers
+// it too, so that a missing route and a forged revision look the same.
+var ErrRevisionNotAvailable = errRevisionMissing

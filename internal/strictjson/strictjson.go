@@ -579,3 +579,66 @@ func (o *Object) Array(key string) []*Value {
 	}
 	return nil
 }
+
+// Int64 reads a whole number that fits a signed 64-bit integer.
+func (d *Decoder) Int64(v *Value) (int64, bool) {
+	if v.Kind != Number {
+		d.Problemf(v.Path, "expected a whole number, got %s", v.Kind)
+		return 0, false
+	}
+	s := string(v.Number)
+	if strings.ContainsAny(s, ".eE") {
+		if i := strings.IndexAny(s, "eE"); i >= 0 {
+			if exp, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+")); err != nil || exp > 400 || exp < -400 {
+				d.Problemf(v.Path, "is out of range")
+				return 0, false
+			}
+		}
+		r, ok := new(big.Rat).SetString(s)
+		if !ok || !r.IsInt() {
+			d.Problemf(v.Path, "must be a whole number")
+			return 0, false
+		}
+		if !r.Num().IsInt64() {
+			d.Problemf(v.Path, "is out of range")
+			return 0, false
+		}
+		return r.Num().Int64(), true
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		d.Problemf(v.Path, "is out of range")
+		return 0, false
+	}
+	return n, true
+}
+
+// Int64 reads a required signed whole number.
+func (o *Object) Int64(key string) int64 {
+	if v, ok := o.Get(key); ok {
+		n, _ := o.d.Int64(v)
+		return n
+	}
+	return 0
+}
+
+// OptionalInt64 reads an optional signed whole number.
+func (o *Object) OptionalInt64(key string) (int64, bool) {
+	if v, ok := o.Optional(key); ok {
+		return o.d.Int64(v)
+	}
+	return 0, false
+}
+
+// OptionalObject opens an optional nested object; ok is false when the
+// key is absent or null.
+func (o *Object) OptionalObject(key string) (*Object, bool) {
+	v, ok := o.Optional(key)
+	if !ok {
+		return nil, false
+	}
+	return o.d.Object(v), true
+}
+
+// Decoder returns the decoder the object reports to.
+func (o *Object) Decoder() *Decoder { return o.d }

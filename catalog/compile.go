@@ -1,0 +1,127 @@
+package catalog
+
+import (
+	"fmt"
+	"slices"
+
+	"latent.dev/admission/internal/strictjson"
+)
+
+// deployment is the compiled, immutable form of a Deployment at one
+// generation. Pins share it: nothing reachable from it is ever written
+// after compileDeployment returns.
+type deployment struct {
+	tenant     string
+	service    string
+	generation uint64
+	routes     []route                     // file order: the store keeps it
+	routeIndex map[string]int              // route name -> index in routes
+	revisions  map[routeRevision]*revision // the admission-time index
+	usage      Usage
+}
+
+// routeRevision keys the admission-time index; built from a
+// ResolvedRevision's fields without allocating.
+type routeRevision struct {
+	route    string
+	revision string
+}
+
+type route struct {
+	name       string
+	contract   string
+	function   string
+	revisions  []revision
+	cumulative []uint64 // cumulative[i] = weights of revisions[0..i]
+}
+
+func (r *route) totalWeight() uint64 {
+	if len(r.cumulative) == 0 {
+		return 0
+	}
+	return r.cumulative[len(r.cumulative)-1]
+}
+
+// revision is one revision's small retained record: its identities, its
+// release metadata, its weight and its typed policy, never the artifact.
+type revision struct {
+	route      *route
+	id         string
+	releaseID  string
+	spec       Revision // normalized; &spec.Policy is what admission is handed
+	recordSize uint64
+}
+
+// compileDeployment validates d and builds its immutable compiled form.
+// It copies everything it keeps, so the caller may reuse d.
+func compileDeployment(d *Deployment, generation uint64) (*deployment, error) {
+	var problems strictjson.Problems
+	validateDeployment(d, "", func(path, format string, args ...any) {
+		problems = append(problems, strictjson.Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	})
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidDeployment, problems)
+	}
+	dep := &deployment{
+		tenant:     d.Tenant,
+		service:    d.Service,
+		generation: generation,
+		routes:     make([]route, len(d.Routes)),
+		routeIndex: make(map[string]int, len(d.Routes)),
+		revisions:  make(map[routeRevision]*revision),
+	}
+	for i := range d.Routes {
+		src := &d.Routes[i]
+		rt := &dep.routes[i]
+		*rt = route{
+			name:       src.Name,
+			contract:   src.Contract,
+			function:   src.Function,
+			revisions:  make([]revision, len(src.Revisions)),
+			cumulative: make([]uint64, len(src.Revisions)),
+		}
+		dep.routeIndex[rt.name] = i
+		var total uint64
+		for j := range src.Revisions {
+			n := normalizeRevision(src.Revisions[j])
+			releaseID := ReleaseID(n.Release)
+			rev := &rt.revisions[j]
+			*rev = revision{
+				route:      rt,
+				id:         revisionID(d.Tenant, d.Service, src, releaseID, &n),
+				releaseID:  releaseID,
+				spec:       n,
+				recordSize: uint64(len(appendRevisionRecord(nil, &n))),
+			}
+			total += n.Weight // validation ruled out overflow
+			rt.cumulative[j] = total
+			dep.revisions[routeRevision{rt.name, rev.id}] = rev
+			dep.usage.Revisions++
+			dep.usage.PolicyBytes += rev.recordSize
+		}
+	}
+	return dep, nil
+}
+
+// spec rebuilds the Deployment that compiled into dep (normalized).
+func (dep *deployment) spec() Deployment {
+	d := Deployment{Tenant: dep.tenant, Service: dep.service, Routes: make([]Route, len(dep.routes))}
+	for i := range dep.routes {
+		rt := &dep.routes[i]
+		out := Route{Name: rt.name, Contract: rt.contract, Function: rt.function, Revisions: make([]Revision, len(rt.revisions))}
+		for j := range rt.revisions {
+			out.Revisions[j] = cloneRevision(rt.revisions[j].spec)
+		}
+		d.Routes[i] = out
+	}
+	return d
+}
+
+func cloneRevision(r Revision) Revision {
+	p := &r.Policy
+	p.Features = slices.Clone(p.Features)
+	p.Placement.Architectures = slices.Clone(p.Placement.Architectures)
+	p.Placement.Regions = slices.Clone(p.Placement.Regions)
+	p.Placement.Zones = slices.Clone(p.Placement.Zones)
+	return r
+}

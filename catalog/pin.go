@@ -1,0 +1,139 @@
+package catalog
+
+import (
+	"sort"
+
+	"latent.dev/admission/policy"
+)
+
+// Pin is an immutable view of a catalog at one generation: the route
+// resolver and the revision policy source at once. Nothing reachable from
+// a Pin is ever written after it is published, so a Pin may be shared by
+// any number of goroutines without locks, and it keeps serving exactly its
+// deployments however the catalog changes later. It holds no file.
+//
+// A Pin is a trusted, process-local capability: it is not serializable,
+// and an embedding program that keeps old pins keeps their deployments in
+// memory, so it should not keep unboundedly many.
+type Pin struct {
+	generation  uint64
+	deployments map[DeploymentKey]*deployment
+	usage       Usage
+}
+
+
+// Generation is the catalog generation the pin was taken at.
+func (p *Pin) Generation() uint64 { return p.generation }
+
+// Usage is what the pin's deployments hold against the catalog capacity.
+func (p *Pin) Usage() Usage { return p.usage }
+
+// Len is the number of deployments in the pin.
+func (p *Pin) Len() int { return len(p.deployments) }
+
+// Deployment returns a copy of the deployment of (tenant, service) as the
+// catalog normalized it, with the generation it was deployed at.
+func (p *Pin) Deployment(tenant, service string) (Deployment, uint64, bool) {
+	dep, ok := p.deployments[DeploymentKey{tenant, service}]
+	if !ok {
+		return Deployment{}, 0, false
+	}
+	return dep.spec(), dep.generation, true
+}
+
+// Deployments returns the (tenant, service) pairs of the pin, sorted.
+func (p *Pin) Deployments() []DeploymentKey {
+	out := make([]DeploymentKey, 0, len(p.deployments))
+	for k := range p.deployments {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Tenant != out[j].Tenant {
+			return out[i].Tenant < out[j].Tenant
+		}
+		return out[i].Service < out[j].Service
+	})
+	return out
+}
+
+// Resolve picks the revision of target's route for routingKey: the stable
+// hash of the key (see [RoutingHash]) modulo the sum of the route's
+// weights selects a revision over the cumulative weights, so a revision of
+// weight w is picked for w out of every sum keys, and one of weight 0
+// never. The same key resolves to the same revision for as long as the
+// deployment is unchanged, in every process. It returns [ErrNotResolved]
+// when there is no such deployment or route, or the weights sum to zero.
+func (p *Pin) Resolve(target Target, routingKey string) (*policy.ResolvedRevision, error) {
+	dep, ok := p.deployments[DeploymentKey{target.Tenant, target.Service}]
+	if !ok {
+		return nil, ErrNotResolved
+	}
+	i, ok := dep.routeIndex[target.Route]
+	if !ok {
+		return nil, ErrNotResolved
+	}
+	rt := &dep.routes[i]
+	total := rt.totalWeight()
+	if total == 0 {
+		return nil, ErrNotResolved
+	}
+	point := RoutingHash(routingKey) % total
+	// The first revision whose cumulative weight passes the point; a
+	// weight-0 revision repeats its predecessor's sum and is never first.
+	j := sort.Search(len(rt.cumulative), func(k int) bool { return rt.cumulative[k] > point })
+	rev := &rt.revisions[j]
+	return &policy.ResolvedRevision{
+		Tenant:     dep.tenant,
+		Service:    dep.service,
+		Route:      rt.name,
+		Contract:   rt.contract,
+		Function:   rt.function,
+		Revision:   rev.id,
+		Release:    rev.releaseID,
+		Generation: dep.generation,
+	}, nil
+}
+
+// RevisionPolicy returns the typed policy of rev if the pin holds a
+// deployment of (rev.Tenant, rev.Service) deployed at rev.Generation whose
+// route rev.Route has contract rev.Contract, function rev.Function and a
+// revision rev.Revision of release rev.Release; otherwise false. It never
+// re-resolves, ignores rev.Attributes, allocates nothing and touches no
+// file. The returned policy is shared and must not be modified.
+func (p *Pin) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, bool) {
+	if p == nil || rev == nil {
+		return nil, false
+	}
+	dep, ok := p.deployments[DeploymentKey{rev.Tenant, rev.Service}]
+	if !ok || dep.generation != rev.Generation {
+		return nil, false
+	}
+	r, ok := dep.revisions[routeRevision{rev.Route, rev.Revision}]
+	if !ok || r.route.contract != rev.Contract || r.route.function != rev.Function || r.releaseID != rev.Release {
+		return nil, false
+	}
+	return &r.spec.Policy, true
+}
+
+// RoutingHash is the stable 64-bit hash that places a routing key on a
+// route's weights: FNV-1a over the key's bytes, then the 64-bit finalizer
+// of MurmurHash3 so that every output bit depends on every input bit
+// (FNV-1a alone leaves similar keys close together). It is part of the
+// catalog's contract: changing it moves keys between revisions.
+func RoutingHash(key string) uint64 {
+	const (
+		offset64 = 14695981039346656037
+		prime64  = 1099511628211
+	)
+	h := uint64(offset64)
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= prime64
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}

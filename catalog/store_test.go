@@ -1,0 +1,313 @@
+package catalog
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// storeWithHistory makes a store-backed catalog holding good.json, one
+// replacement and one deletion, so generations are not just 1..n.
+func storeWithHistory(t *testing.T, dir string) *Catalog {
+	t.Helper()
+	f := goodFile(t)
+	c, err := Create(dir, f.Capacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range f.Deployments {
+		mustDeploy(t, c, d)
+	}
+	replacement := f.Deployments[0]
+	replacement.Routes = replacement.Routes[:2]
+	mustDeploy(t, c, replacement)
+	if _, err := c.Delete("initech", "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestRestartRebuildsIdenticalCatalog(t *testing.T) {
+	dir := t.TempDir()
+	c := storeWithHistory(t, dir)
+	before := snapshotView(t, c.Pin())
+	rev := mustResolve(t, c.Pin(), Target{"globex", "render", "frame"}, "k")
+	policyBefore, _ := c.Pin().RevisionPolicy(rev)
+
+	reopened, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := snapshotView(t, reopened.Pin())
+	if !reflect.DeepEqual(before, after) {
+		t.Fatalf("reopened catalog differs:\nbefore %+v\nafter  %+v", before, after)
+	}
+	if reopened.Capacity() != c.Capacity() || reopened.Generation() != 6 {
+		t.Fatalf("capacity %+v generation %d", reopened.Capacity(), reopened.Generation())
+	}
+	policyAfter, ok := reopened.Pin().RevisionPolicy(rev)
+	if !ok || !reflect.DeepEqual(policyBefore, policyAfter) {
+		t.Fatalf("a resolution from before the restart: %v %v", policyAfter, ok)
+	}
+	// The counter continues where it stopped: no generation is reused.
+	if g := mustDeploy(t, reopened, weighted("initech", "jobs", 1)); g != 7 {
+		t.Fatalf("first generation after restart %d, want 7", g)
+	}
+	again, err := Open(dir)
+	if err != nil || again.Generation() != 7 {
+		t.Fatalf("a reopened catalog does not persist its changes: %v %v", again, err)
+	}
+}
+
+func TestWriteStoreOfInMemoryCatalog(t *testing.T) {
+	c, err := FromFile(goodFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "nested", "store")
+	if err := c.WriteStore(dir); err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(snapshotView(t, c.Pin()), snapshotView(t, reopened.Pin())) {
+		t.Fatal("WriteStore then Open changed the catalog")
+	}
+	// Writing again replaces the store.
+	mustDeploy(t, c, weighted("acme", "extra", 1))
+	if err := c.WriteStore(dir); err != nil {
+		t.Fatal(err)
+	}
+	if reopened, err = Open(dir); err != nil || reopened.Generation() != c.Generation() {
+		t.Fatalf("rewritten store: %v", err)
+	}
+	if stale, _ := filepath.Glob(filepath.Join(dir, tempPattern)); len(stale) != 0 {
+		t.Fatalf("temporary files left behind: %v", stale)
+	}
+}
+
+func TestCreateRefusesAnExistingStore(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Create(dir, GenerousCapacity); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(dir, GenerousCapacity); !errors.Is(err, ErrStoreExists) {
+		t.Fatalf("second Create = %v", err)
+	}
+	c, err := Open(dir)
+	if err != nil || c.Generation() != 0 || c.Pin().Len() != 0 {
+		t.Fatalf("empty store reopens as %v, %v", c, err)
+	}
+}
+
+func storeBytes(t *testing.T) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	storeWithHistory(t, dir)
+	data, err := os.ReadFile(filepath.Join(dir, StoreFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// bytesFS serves a store file from memory, so a test can open thousands
+// of damaged variants without writing them.
+type bytesFS struct {
+	osFS
+	data []byte
+}
+
+func (b bytesFS) ReadFile(string) ([]byte, error) { return b.data, nil }
+func (b bytesFS) Glob(string) ([]string, error)   { return nil, nil }
+func (b bytesFS) Remove(string) error             { return nil }
+
+// openBytes opens data as the content of a store file.
+func openBytes(t *testing.T, data []byte) (*Catalog, error) {
+	t.Helper()
+	return open(bytesFS{data: data}, filepath.Join("testdata-in-memory", "store"))
+}
+
+func TestOpenRefusesADamagedFileOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	storeWithHistory(t, dir)
+	path := filepath.Join(dir, StoreFileName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 1
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(dir)
+	assertStoreError(t, err, ErrChecksumMismatch, path+": record ")
+	if err := os.WriteFile(path, data[:len(data)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(dir)
+	assertStoreError(t, err, ErrTruncated, "truncated")
+}
+
+func assertStoreError(t *testing.T, err error, reason error, text string) {
+	t.Helper()
+	var se *StoreError
+	if !errors.As(err, &se) || !errors.Is(err, reason) {
+		t.Fatalf("error %v, want a StoreError for %v", err, reason)
+	}
+	if !strings.Contains(err.Error(), StoreFileName) || !strings.Contains(err.Error(), text) {
+		t.Fatalf("error %q does not name the file and %q", err, text)
+	}
+}
+
+func TestOpenRefusesAMissingStore(t *testing.T) {
+	_, err := Open(t.TempDir())
+	assertStoreError(t, err, ErrStoreMissing, "missing")
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("%v is not fs.ErrNotExist", err)
+	}
+}
+
+func TestOpenRefusesEveryTruncation(t *testing.T) {
+	data := storeBytes(t)
+	for n := range len(data) {
+		c, err := openBytes(t, data[:n])
+		if c != nil {
+			t.Fatalf("a store truncated to %d of %d bytes opened", n, len(data))
+		}
+		assertStoreError(t, err, ErrTruncated, "truncated")
+	}
+}
+
+// lengthFields returns the offsets of the record length fields of data.
+func lengthFields(data []byte) map[int]bool {
+	fields := map[int]bool{}
+	for at := len(storeMagic); at+frameBytes <= len(data); {
+		for i := 1; i <= 4; i++ {
+			fields[at+i] = true
+		}
+		at += frameBytes + int(binary.BigEndian.Uint32(data[at+1:]))
+	}
+	return fields
+}
+
+func TestOpenRefusesEveryFlippedByte(t *testing.T) {
+	data := storeBytes(t)
+	lengths := lengthFields(data)
+	for i := range data {
+		damaged := bytes.Clone(data)
+		damaged[i] ^= 0x20
+		c, err := openBytes(t, damaged)
+		if c != nil {
+			t.Fatalf("a store with byte %d flipped opened", i)
+		}
+		switch {
+		case i < len(storeMagic):
+			assertStoreError(t, err, ErrMalformed, "not a catalog store")
+		case lengths[i]:
+			// A damaged length misframes the rest; any refusal will do.
+			var se *StoreError
+			if !errors.As(err, &se) {
+				t.Fatalf("byte %d (a length): %v", i, err)
+			}
+		default:
+			assertStoreError(t, err, ErrChecksumMismatch, "checksum mismatch")
+		}
+	}
+}
+
+func TestOpenRefusesContentItsChecksumsDoNotExplain(t *testing.T) {
+	data := storeBytes(t)
+	endStart := len(data) - frameBytes - 1 - sha256.Size
+	tests := []struct {
+		name   string
+		data   []byte
+		detail string
+	}{
+		{"trailing data", append(bytes.Clone(data), 0), "data after the end record"},
+		{"a foreign file", []byte("{\"deployments\": []}"), "not a catalog store"},
+		{"an empty file", nil, "truncated"},
+		{"a store without its end record", data[:endStart], "truncated"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := openBytes(t, tt.data)
+			var se *StoreError
+			if !errors.As(err, &se) || !strings.Contains(err.Error(), tt.detail) {
+				t.Fatalf("Open = %v, want %q", err, tt.detail)
+			}
+		})
+	}
+}
+
+func TestOpenRefusesWellFramedInvalidContent(t *testing.T) {
+	valid := func() (*Pin, *deployment) {
+		dep, err := compileDeployment(&Deployment{Tenant: "acme", Service: "thumbs", Routes: weighted("acme", "thumbs", 1).Routes}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return emptyPin(0).with(dep, 1), dep
+	}
+	tests := []struct {
+		name     string
+		capacity Capacity
+		mutate   func(p *Pin, d *deployment)
+		detail   string
+	}{
+		{"a deployment that breaks a rule", GenerousCapacity, func(p *Pin, d *deployment) {
+			d.routes[0].revisions[0].spec.Policy.Threading = 7
+		}, "invalid deployment"},
+		{"a deployment newer than the catalog", GenerousCapacity, func(p *Pin, d *deployment) { d.generation = 2 }, "outside"},
+		{"a deployment at generation 0", GenerousCapacity, func(p *Pin, d *deployment) { d.generation = 0 }, "outside"},
+		{"more than the capacity", Capacity{MaxRevisions: 0, MaxPolicyBytes: 1 << 20}, func(*Pin, *deployment) {}, "exceed the capacity"},
+		{"a non-canonical record", GenerousCapacity, func(p *Pin, d *deployment) {
+			d.routes[0].revisions[0].spec.Policy.Features = []string{"threads", "simd"}
+		}, "non-canonical"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pin, dep := valid()
+			tt.mutate(pin, dep)
+			data, err := encodeStore(tt.capacity, pin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = openBytes(t, data)
+			assertStoreError(t, err, ErrMalformed, tt.detail)
+		})
+	}
+}
+
+func TestAdmissionLookupsTouchNoFileAndAllocateNothing(t *testing.T) {
+	dir := t.TempDir()
+	storeWithHistory(t, dir)
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	pin := c.Pin()
+	rev := mustResolve(t, pin, Target{"acme", "thumbs", "resize"}, "k")
+	if _, ok := pin.RevisionPolicy(rev); !ok {
+		t.Fatal("lookup failed once the store was gone")
+	}
+	forged := *rev
+	forged.Generation++
+	if n := testing.AllocsPerRun(1000, func() { _, _ = pin.RevisionPolicy(rev) }); n != 0 {
+		t.Fatalf("an accepted lookup allocates %v times", n)
+	}
+	if n := testing.AllocsPerRun(1000, func() { _, _ = pin.RevisionPolicy(&forged) }); n != 0 {
+		t.Fatalf("a rejected lookup allocates %v times", n)
+	}
+}

@@ -1,0 +1,134 @@
+// Command stress soaks the admission library: many workers send a
+// realistic mix of valid and invalid requests through one provider while
+// a sampler flips node load, a deployer replaces catalog deployments under
+// held pins, and some permits are abandoned for the GC to reclaim. It
+// prints a progress line each second and ends with a report and the
+// invariant checks; it exits 1 if any invariant fails.
+//
+//	go run ./cmd/stress [-duration 10s] [-workers N] [-seed S]
+//	                    [-policy FILE] [-catalog FILE]
+//	                    [-cpuprofile FILE] [-memprofile FILE]
+package main
+
+import (
+	_ "embed"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"time"
+
+	"latent.dev/admission/catalog"
+	"latent.dev/admission/policy"
+)
+
+//go:embed default-policy.json
+var defaultPolicy []byte
+
+//go:embed default-catalog.json
+var defaultCatalog []byte
+
+type config struct {
+	duration   time.Duration
+	workers    int
+	seed       uint64
+	policyFile string
+	catalog    string
+	cpuProfile string
+	memProfile string
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	var cfg config
+	fs := flag.NewFlagSet("stress", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long to soak")
+	fs.IntVar(&cfg.workers, "workers", 4*runtime.GOMAXPROCS(0), "concurrent request workers")
+	fs.Uint64Var(&cfg.seed, "seed", uint64(time.Now().UnixNano()), "random seed (printed, so a run can be repeated)")
+	fs.StringVar(&cfg.policyFile, "policy", "", "node policy file (default: the embedded one)")
+	fs.StringVar(&cfg.catalog, "catalog", "", "catalog file (default: the embedded one)")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the soak to FILE")
+	fs.StringVar(&cfg.memProfile, "memprofile", "", "write an allocation profile to FILE at the end")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if cfg.duration <= 0 || cfg.workers <= 0 {
+		fmt.Fprintln(stderr, "stress: -duration and -workers must be positive")
+		return 2
+	}
+	pol, cat, err := load(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "stress: %v\n", err)
+		return 2
+	}
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "stress: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "stress: %v\n", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
+	s, err := newSoak(cfg, pol, cat, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "stress: %v\n", err)
+		return 2
+	}
+	rep := s.run()
+	rep.print(stdout)
+	if cfg.memProfile != "" {
+		if err := writeHeapProfile(cfg.memProfile); err != nil {
+			fmt.Fprintf(stderr, "stress: %v\n", err)
+			return 2
+		}
+	}
+	if !rep.ok() {
+		return 1
+	}
+	return 0
+}
+
+func load(cfg config) (*policy.NodeAdmissionPolicy, catalog.File, error) {
+	policyData, catalogData := defaultPolicy, defaultCatalog
+	var err error
+	if cfg.policyFile != "" {
+		if policyData, err = os.ReadFile(cfg.policyFile); err != nil {
+			return nil, catalog.File{}, err
+		}
+	}
+	if cfg.catalog != "" {
+		if catalogData, err = os.ReadFile(cfg.catalog); err != nil {
+			return nil, catalog.File{}, err
+		}
+	}
+	pol, err := policy.DecodePolicy(policyData)
+	if err != nil {
+		return nil, catalog.File{}, fmt.Errorf("policy:\n%w", err)
+	}
+	cat, err := catalog.DecodeCatalogFile(catalogData, true)
+	if err != nil {
+		return nil, catalog.File{}, fmt.Errorf("catalog:\n%w", err)
+	}
+	return pol, cat, nil
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	runtime.GC()
+	return pprof.Lookup("allocs").WriteTo(f, 0)
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestShortSoakHoldsEveryInvariant(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"-duration", "1500ms", "-workers", "4", "-seed", "7"}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	text := out.String()
+	for _, want := range []string{"t=  1s admitted=", "admit latency p50", "peak live reservations", "ok   ledger back to zero",
+		"ok   every abandoned permit reclaimed", "capacity-exhausted", "principal-not-authorized", "revision-not-available"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "FAIL") {
+		t.Errorf("an invariant failed:\n%s", text)
+	}
+}
+
+func TestBadFlagsAndFiles(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-duration", "0s"}, &out, &errOut); code != 2 {
+		t.Fatalf("zero duration: exit %d", code)
+	}
+	if code := run([]string{"-policy", "/nonexistent"}, &out, &errOut); code != 2 {
+		t.Fatalf("missing policy: exit %d", code)
+	}
+	if code := run([]string{"-catalog", "../../testdata/policy/node.json"}, &out, &errOut); code != 2 {
+		t.Fatalf("a policy as catalog: exit %d", code)
+	}
+}
+
+func TestHistogramQuantiles(t *testing.T) {
+	var h histogram
+	for i := 1; i <= 1000; i++ {
+		h.record(time.Duration(i) * time.Microsecond)
+	}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 500 * time.Microsecond}, {0.99, 990 * time.Microsecond}} {
+		got := h.quantile(c.q)
+		if got < c.want || float64(got) > float64(c.want)*1.13 {
+			t.Errorf("q%.2f = %v, want within 12.5%% above %v", c.q, got, c.want)
+		}
+	}
+}

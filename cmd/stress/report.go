@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math/bits"
+	"sort"
+	"time"
+
+	"latent.dev/admission/core"
+)
+
+// histogram is a log-linear latency histogram: 8 buckets per power of
+// two of nanoseconds, so a percentile is within 12.5% of the truth.
+type histogram struct {
+	counts [64 * 8]uint64
+	total  uint64
+}
+
+func (h *histogram) record(d time.Duration) {
+	ns := uint64(max(d, 1))
+	exp := bits.Len64(ns) - 1
+	sub := uint64(0)
+	if exp >= 3 {
+		sub = (ns >> (exp - 3)) & 7
+	}
+	h.counts[exp*8+int(sub)]++
+	h.total++
+}
+
+func (h *histogram) merge(o *histogram) {
+	for i, c := range o.counts {
+		h.counts[i] += c
+	}
+	h.total += o.total
+}
+
+// quantile returns the upper bound of the bucket holding quantile q.
+func (h *histogram) quantile(q float64) time.Duration {
+	if h.total == 0 {
+		return 0
+	}
+	rank := uint64(q * float64(h.total))
+	var seen uint64
+	for i, c := range h.counts {
+		seen += c
+		if seen > rank {
+			exp, sub := i/8, uint64(i%8)
+			if exp < 3 {
+				return time.Duration(uint64(1) << (exp + 1))
+			}
+			return time.Duration((8 + sub + 1) << (exp - 3))
+		}
+	}
+	return 0
+}
+
+type report struct {
+	seed      uint64
+	workers   int
+	duration  time.Duration
+	elapsed   time.Duration
+	admitted  int64
+	rejected  int64
+	abandoned int64
+	reclaimed int64
+	peakLive  uint64
+	latency   histogram
+	metrics   core.Metrics
+	ledger    []string
+	before    resources
+	after     resources
+}
+
+// checks are the invariants, each with whether it held.
+func (r *report) checks() []check {
+	var cs []check
+	cs = append(cs, check{"ledger back to zero", len(r.ledger) == 0, fmt.Sprint(r.ledger)})
+	cs = append(cs, check{"every abandoned permit reclaimed, no other leak", r.reclaimed == r.abandoned,
+		fmt.Sprintf("abandoned %d, reclaimed %d", r.abandoned, r.reclaimed)})
+	cs = append(cs, check{"admissions counted once", r.metrics.Admitted == r.admitted,
+		fmt.Sprintf("library %d, workers %d", r.metrics.Admitted, r.admitted)})
+	cs = append(cs, check{"goroutines did not grow", r.after.goroutines <= r.before.goroutines,
+		fmt.Sprintf("%d -> %d", r.before.goroutines, r.after.goroutines)})
+	if r.before.countsErr == nil && r.after.countsErr == nil {
+		b, a := r.before.counts, r.after.counts
+		cs = append(cs,
+			check{"descriptors did not grow", a.Descriptors <= b.Descriptors, fmt.Sprintf("%d -> %d", b.Descriptors, a.Descriptors)},
+			check{"sockets did not grow", a.Sockets <= b.Sockets, fmt.Sprintf("%d -> %d", b.Sockets, a.Sockets)},
+			check{"child processes did not grow", a.Children <= b.Children, fmt.Sprintf("%d -> %d", b.Children, a.Children)},
+			check{"threads did not grow", a.Threads <= b.Threads, fmt.Sprintf("%d -> %d", b.Threads, a.Threads)},
+		)
+	}
+	return cs
+}
+
+type check struct {
+	name   string
+	ok     bool
+	detail string
+}
+
+func (r *report) ok() bool {
+	for _, c := range r.checks() {
+		if !c.ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *report) print(w io.Writer) {
+	secs := r.elapsed.Seconds()
+	fmt.Fprintf(w, "\nsoak: %s with %d workers, seed %d\n", r.elapsed.Round(time.Millisecond), r.workers, r.seed)
+	fmt.Fprintf(w, "admitted   %d (%.0f/s)\nrejected   %d (%.0f/s)\n", r.admitted, float64(r.admitted)/secs, r.rejected, float64(r.rejected)/secs)
+	fmt.Fprintf(w, "rejections by reason (library counters):\n")
+	reasons := make([]string, 0, len(r.metrics.Rejected))
+	for reason := range r.metrics.Rejected {
+		reasons = append(reasons, string(reason))
+	}
+	sort.Strings(reasons)
+	for _, reason := range reasons {
+		fmt.Fprintf(w, "  %-34s %d\n", reason, r.metrics.Rejected[core.Reason(reason)])
+	}
+	fmt.Fprintf(w, "admit latency p50 %v  p99 %v  p99.9 %v  (%d samples)\n",
+		r.latency.quantile(0.5), r.latency.quantile(0.99), r.latency.quantile(0.999), r.latency.total)
+	fmt.Fprintf(w, "peak live reservations %d\n", r.peakLive)
+	fmt.Fprintf(w, "abandoned permits %d, reclaimed by the GC %d\n", r.abandoned, r.reclaimed)
+	fmt.Fprintf(w, "goroutines %d -> %d", r.before.goroutines, r.after.goroutines)
+	if r.before.countsErr == nil && r.after.countsErr == nil {
+		b, a := r.before.counts, r.after.counts
+		fmt.Fprintf(w, ", threads %d -> %d, descriptors %d -> %d, sockets %d -> %d, children %d -> %d",
+			b.Threads, a.Threads, b.Descriptors, a.Descriptors, b.Sockets, a.Sockets, b.Children, a.Children)
+	} else {
+		fmt.Fprintf(w, " (process counts unavailable: %v)", r.before.countsErr)
+	}
+	fmt.Fprintf(w, "\nheap in use %d KiB -> %d KiB\n", r.before.heapInuse>>10, r.after.heapInuse>>10)
+	fmt.Fprintln(w, "invariants:")
+	for _, c := range r.checks() {
+		status := "ok  "
+		if !c.ok {
+			status = "FAIL"
+		}
+		fmt.Fprintf(w, "  %s %s (%s)\n", status, c.name, c.detail)
+	}
+}

@@ -1,0 +1,260 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"latent.dev/admission/catalog"
+	"latent.dev/admission/core"
+	"latent.dev/admission/policy"
+)
+
+// Answer is one step's answer: JSON-ready values (bool, string, int64,
+// uint64, nil, or a nested Answer).
+type Answer map[string]any
+
+// Result is one step's outcome.
+type Result struct {
+	Index      int
+	Op         string
+	Answer     Answer
+	Mismatches []Mismatch
+}
+
+// heldPermit is what a permit name refers to.
+type heldPermit struct {
+	admission *core.AdmissionPermit
+	execution *core.ExecutionPermit
+}
+
+// runner holds a scenario's live state: one provider (one ledger), one
+// load state, the catalog, its named pins and the named permits.
+type runner struct {
+	s        *Scenario
+	provider *core.LocalQuotaProvider
+	base     *core.AdmissionController
+	load     *core.NodeLoadState
+	catalog  *catalog.Catalog
+	pins     map[string]*catalog.Pin
+	newest   *catalog.Pin
+	permits  map[string]*heldPermit
+	// every permit ever issued stays referenced until the run ends, so a
+	// rebound name never lets the GC reclaim a reservation mid-scenario.
+	issued  []*heldPermit
+	tempDir string
+}
+
+// Run executes every step on the virtual clock and returns the results,
+// comparing each answer with its expect. It fails only if the scenario
+// cannot be set up (invalid policy or catalog).
+func (s *Scenario) Run() ([]Result, error) {
+	provider, err := core.NewLocalQuotaProvider(s.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	cat, err := catalog.FromFile(s.Catalog)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	r := &runner{
+		s: s, provider: provider, load: core.NewNodeLoadState(), catalog: cat,
+		pins: map[string]*catalog.Pin{}, permits: map[string]*heldPermit{},
+	}
+	r.base = provider.Controller(nil, r.load, nil)
+	r.takePin("initial")
+	defer func() {
+		if r.tempDir != "" {
+			_ = os.RemoveAll(r.tempDir)
+		}
+		for _, h := range r.issued {
+			h.execution.Release()
+			h.admission.Release()
+		}
+	}()
+	results := make([]Result, 0, len(s.Steps))
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		answer := r.step(st, s.Epoch.Add(st.At))
+		res := Result{Index: i, Op: st.Op, Answer: answer}
+		if st.Expect != nil {
+			res.Mismatches = Compare(st.Expect, answer)
+		}
+		results = append(results, res)
+	}
+	return results, nil
+}
+
+func (r *runner) takePin(name string) *catalog.Pin {
+	p := r.catalog.Pin()
+	r.pins[name] = p
+	r.newest = p
+	return p
+}
+
+func okAnswer() Answer { return Answer{"ok": true} }
+
+func failure(err error) Answer {
+	var e *core.Error
+	if errors.As(err, &e) {
+		return Answer{"ok": false, "code": string(e.Code), "scope": string(e.Scope), "dimension": string(e.Dimension),
+			"reason": string(e.Reason), "retryable": e.Retryable}
+	}
+	return Answer{"ok": false, "error": err.Error()}
+}
+
+func (r *runner) step(st *Step, now time.Time) Answer {
+	switch st.Op {
+	case "load":
+		sample := st.Sample
+		sample.ObservedAt = r.s.Epoch.Add(st.ObservedAt)
+		if err := r.load.Publish(sample); err != nil {
+			return failure(err)
+		}
+		return okAnswer()
+	case "load-clear":
+		r.load.Clear()
+		return okAnswer()
+	case "admit":
+		return r.admit(st, now)
+	case "schedulable":
+		if err := r.permit(st.Permit).admission.EnsureSchedulableAt(now); err != nil {
+			return failure(err)
+		}
+		return okAnswer()
+	case "start":
+		h := r.permit(st.Permit)
+		e, err := h.admission.StartExecutionAt(now)
+		if err != nil {
+			return failure(err)
+		}
+		h.execution = e
+		return okAnswer()
+	case "release":
+		h := r.permit(st.Permit)
+		released := h.execution.Release() || h.admission.Release()
+		return Answer{"ok": true, "released": released}
+	case "snapshot":
+		return r.snapshot(st)
+	case "deploy":
+		g, err := r.catalog.Deploy(st.Deployment)
+		if err != nil {
+			return failure(err)
+		}
+		return Answer{"ok": true, "generation": g}
+	case "delete":
+		g, err := r.catalog.Delete(st.Tenant, st.Service)
+		if err != nil {
+			return failure(err)
+		}
+		return Answer{"ok": true, "generation": g}
+	case "pin":
+		return Answer{"ok": true, "generation": r.takePin(st.Pin).Generation()}
+	case "restart":
+		return r.restart()
+	}
+	return Answer{"ok": false, "error": "unknown op"}
+}
+
+// permit returns what a name refers to; an unknown name refers to a
+// never-issued (zero) permit, which answers permit-not-live.
+func (r *runner) permit(name string) *heldPermit {
+	if h, ok := r.permits[name]; ok {
+		return h
+	}
+	return &heldPermit{admission: &core.AdmissionPermit{}}
+}
+
+func (r *runner) admit(st *Step, now time.Time) Answer {
+	pin := r.newest
+	if st.Pin != "" {
+		p, ok := r.pins[st.Pin]
+		if !ok {
+			return Answer{"ok": false, "error": fmt.Sprintf("no pin named %q", st.Pin)}
+		}
+		pin = p
+	}
+	req := st.Request.Request // a copy: the step stays reusable
+	rev, err := pin.Resolve(st.Request.Target, st.Request.RoutingKey)
+	if err != nil {
+		// The adapter answers an unresolvable target like a missing revision.
+		return failure(core.ErrRevisionNotAvailable)
+	}
+	st.Tamper.apply(rev)
+	req.Revision = *rev
+	p, err := r.base.WithPolicySource(pin).AdmitAt(&req, now)
+	if err != nil {
+		return failure(err)
+	}
+	h := &heldPermit{admission: p}
+	r.permits[st.Permit] = h
+	r.issued = append(r.issued, h)
+	b := p.EffectiveBudget()
+	o := p.Obligations()
+	return Answer{
+		"ok": true, "cell_class": o.CellClass.String(), "queue_class": o.QueueClass, "trust_class": o.TrustClass,
+		"priority": uint64(o.Priority),
+		"budget": Answer{"cpu_fuel": b.CPUFuel, "memory_bytes": b.MemoryBytes,
+			"wall_time_ms": b.WallTime.Value.Milliseconds()},
+		"deadline_at_ms": p.Deadline().Sub(r.s.Epoch).Milliseconds(),
+		"generation":     p.Revision().Generation,
+	}
+}
+
+func (r *runner) snapshot(st *Step) Answer {
+	pr := r.provider
+	quota := func(s core.QuotaSnapshot) Answer {
+		return Answer{"ok": true, "live": s.Live, "queued": s.Queued, "cpu_fuel": s.CPUFuel,
+			"memory_bytes": s.MemoryBytes, "reset_at_unix_ms": nil}
+	}
+	unknown := Answer{"ok": false, "error": fmt.Sprintf("no %s named %q", st.Scope, st.Name)}
+	switch st.Scope {
+	case "node":
+		return quota(pr.NodeSnapshot())
+	case "tenant":
+		if s, ok := pr.TenantSnapshot(st.Name); ok {
+			return quota(s)
+		}
+	case "trust-class":
+		if s, ok := pr.TrustClassSnapshot(st.Name); ok {
+			return quota(s)
+		}
+	case "queue-class":
+		if q, _, ok := pr.QueueClassSnapshot(st.Name); ok {
+			return Answer{"ok": true, "queued": q}
+		}
+	case "cell-class":
+		if class, ok := policy.ParseCellClass(st.Name); ok {
+			if live, ok := pr.CellClassSnapshot(class); ok {
+				return Answer{"ok": true, "live": live}
+			}
+		}
+	}
+	return unknown
+}
+
+// restart writes the catalog to a store and reopens it, as a process
+// restart would; pins taken before stay valid and the ledger is kept.
+func (r *runner) restart() Answer {
+	if r.tempDir == "" {
+		dir, err := os.MkdirTemp("", "admission-scenario-")
+		if err != nil {
+			return failure(err)
+		}
+		r.tempDir = dir
+	}
+	dir, err := os.MkdirTemp(r.tempDir, "store-")
+	if err != nil {
+		return failure(err)
+	}
+	if err := r.catalog.WriteStore(dir); err != nil {
+		return failure(err)
+	}
+	reopened, err := catalog.Open(dir)
+	if err != nil {
+		return failure(err)
+	}
+	r.catalog = reopened
+	return okAnswer()
+}
