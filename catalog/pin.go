@@ -21,7 +21,6 @@ type Pin struct {
 	usage       Usage
 }
 
-
 // Generation is the catalog generation the pin was taken at.
 func (p *Pin) Generation() uint64 { return p.generation }
 
