@@ -29,18 +29,31 @@ func (c *AdmissionController) WithPolicySource(source RevisionPolicySource) *Adm
 // Provider returns the provider whose ledger the controller uses.
 func (c *AdmissionController) Provider() *LocalQuotaProvider { return c.provider }
 
-// AdmitNow decides req at the current time. The clock is read once before
-// the policy work and again, monotonically, under the ledger mutex; the
-// final decision uses the second reading.
+// AdmitNow decides req at the current time. The clock is read once, after
+// the request's own checks (steps 1 to 4, which no time can change) and
+// before the policy work; the deadline is bound to that reading. Under
+// the ledger mutex it is read again, monotonically, and the final
+// decision uses the second reading. A request rejected by steps 1 to 4
+// never pays for a clock read.
 func (c *AdmissionController) AdmitNow(req *AdmissionRequest) (*AdmissionPermit, error) {
-	return c.admit(req, c.clock.Now(), true)
+	var d decision
+	if err := c.checkRequest(req, &d); err != nil {
+		c.provider.metrics.reject(err)
+		return nil, err
+	}
+	return c.admit(req, c.clock.Now(), true, &d)
 }
 
 // AdmitAt decides req as if now were the time of both clock readings. It
 // is the trusted deterministic seam for replay and tests; never expose it
 // to a caller.
 func (c *AdmissionController) AdmitAt(req *AdmissionRequest, now time.Time) (*AdmissionPermit, error) {
-	return c.admit(req, now, false)
+	var d decision
+	if err := c.checkRequest(req, &d); err != nil {
+		c.provider.metrics.reject(err)
+		return nil, err
+	}
+	return c.admit(req, now, false, &d)
 }
 
 // decision is what steps 1 to 12 establish for the commit.
@@ -50,16 +63,16 @@ type decision struct {
 	rev         *policy.RevisionPolicy
 	grant       policy.Budget
 	deadline    time.Time
+	admittedAt  time.Time // the first clock reading
 	parallelism uint64
 }
 
-func (c *AdmissionController) admit(req *AdmissionRequest, now time.Time, live bool) (*AdmissionPermit, error) {
-	var d decision
-	if err := c.decide(req, now, &d); err != nil {
+func (c *AdmissionController) admit(req *AdmissionRequest, now time.Time, live bool, d *decision) (*AdmissionPermit, error) {
+	if err := c.decide(req, now, d); err != nil {
 		c.provider.metrics.reject(err)
 		return nil, err
 	}
-	p, err := c.commit(req, now, live, &d)
+	p, err := c.commit(req, now, live, d)
 	if err != nil {
 		c.provider.metrics.reject(err)
 		return nil, err
@@ -68,9 +81,9 @@ func (c *AdmissionController) admit(req *AdmissionRequest, now time.Time, live b
 	return p, nil
 }
 
-// decide runs decision-table steps 1 to 12 and the lock-free capacity
-// pre-check. Nothing here takes the mutex or allocates.
-func (c *AdmissionController) decide(req *AdmissionRequest, now time.Time, d *decision) *Error {
+// checkRequest runs decision-table steps 1 to 4: the request's own
+// metadata, identifiers, principal and priority. They depend on no time.
+func (c *AdmissionController) checkRequest(req *AdmissionRequest, d *decision) *Error {
 	pr := c.provider
 	node := &pr.node
 	if err := checkMetadata(req, node); err != nil {
@@ -97,6 +110,17 @@ func (c *AdmissionController) decide(req *AdmissionRequest, now time.Time, d *de
 	if req.Priority > tenant.MaximumPriority {
 		return errTenantPriority
 	}
+	d.reservation.Tenant = tenantID
+	return nil
+}
+
+// decide runs decision-table steps 5 to 12 and the lock-free capacity
+// pre-check. Nothing here takes the mutex or allocates.
+func (c *AdmissionController) decide(req *AdmissionRequest, now time.Time, d *decision) *Error {
+	pr := c.provider
+	node := &pr.node
+	tenantID := d.reservation.Tenant
+	tenant := &pr.tenants[tenantID]
 	// Step 5: the pinned view verifies the whole tuple.
 	if c.source == nil {
 		return errRevisionMissing
@@ -153,6 +177,7 @@ func (c *AdmissionController) decide(req *AdmissionRequest, now time.Time, d *de
 		CPUFuel: d.grant.CPUFuel, MemoryBytes: d.grant.MemoryBytes,
 	}
 	d.parallelism = pr.cells[cell].Parallelism
+	d.admittedAt = now
 	d.deadline = deadline.Bind(now, d.grant.WallTime.Value, req.Deadline.Value, req.Deadline.Set)
 	d.fingerprint = atomicledger.FingerprintOf(tenantID, req.ActivationID)
 	if s, exact := pr.ledger.PreCheck(d.fingerprint, &d.reservation); exact && s.Scope != atomicledger.NoScope {

@@ -41,6 +41,7 @@ type grant struct {
 	revision     RevisionIdentity
 	budget       policy.Budget
 	deadline     time.Time
+	admittedAt   time.Time // the reading the deadline was bound to
 	cell         policy.CellClass
 	queueClass   string
 	trustClass   string
@@ -103,6 +104,7 @@ func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, tick
 				Function: r.Function, Revision: r.Revision, Release: r.Release, Generation: r.Generation},
 			budget:     d.grant,
 			deadline:   d.deadline,
+			admittedAt: d.admittedAt,
 			cell:       d.reservation.CellClass,
 			queueClass: pr.queues[d.reservation.QueueClass].Name,
 			trustClass: pr.trust[d.reservation.TrustClass].Name,
@@ -165,11 +167,14 @@ func (p *AdmissionPermit) start(now time.Time, live bool) (*ExecutionPermit, *Er
 		return nil, errPermitNotLive
 	}
 	if live {
-		now = p.clock.Now()
+		// Elapsed monotonic time since admission: half the cost of a
+		// second wall-clock read, and immune to wall-clock steps.
+		now = deadline.Resample(p.clock, p.grant.admittedAt)
 	}
 	if !now.Before(p.grant.deadline) {
 		l.ReleaseLocked(p.ticket)
 		p.state.Store(permitReleased)
+		runtime.SetFinalizer(p, nil)
 		return nil, errPermitDeadline
 	}
 	if !l.StartLocked(p.ticket) {
@@ -187,12 +192,18 @@ func (p *AdmissionPermit) release(from uint32) bool {
 	}
 	l := p.ledger
 	l.Lock()
-	defer l.Unlock()
 	if p.state.Load() != from {
+		l.Unlock()
 		return false
 	}
 	p.state.Store(permitReleased)
-	return l.ReleaseLocked(p.ticket)
+	released := l.ReleaseLocked(p.ticket)
+	l.Unlock()
+	// A released permit has nothing left to reclaim; dropping its
+	// finalizer spares the collector a finalization pass and lets the
+	// permit be freed in the first cycle that finds it unreachable.
+	runtime.SetFinalizer(p, nil)
+	return released
 }
 
 // Release returns the queued reservation. It is idempotent and reports
