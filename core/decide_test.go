@@ -25,12 +25,12 @@ func invalid(scope Scope, dim Dimension) row {
 }
 
 type decideCase struct {
-	name    string
-	policy  func(*policy.NodeAdmissionPolicy)
-	setup   func(t *testing.T, f *fixture)
-	req     func(r *AdmissionRequest)
-	atMs    int64
-	want    row
+	name   string
+	policy func(*policy.NodeAdmissionPolicy)
+	setup  func(t *testing.T, f *fixture)
+	req    func(r *AdmissionRequest)
+	atMs   int64
+	want   row
 }
 
 // addRevision deploys a variant of the resize revision under another route.

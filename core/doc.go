@@ -37,6 +37,16 @@
 // lock-free pre-check rejects a request whose scope is already full
 // without touching the mutex (see atomicledger).
 //
+// # Clock reads
+//
+// On the live path the clock is read once after steps 1 to 4 (the
+// request's own checks, which no time can change) and before the policy
+// work of step 5; the effective deadline is bound to that reading. Under
+// the mutex a second, monotonic-only reading (Clock.Since) decides step
+// 13. StartExecution likewise measures elapsed monotonic time from the
+// admission reading instead of reading the wall clock again. A request
+// rejected by steps 1 to 4 reads no clock at all.
+//
 // # Errors
 //
 // Every rejection is one of the preallocated [*Error] values (see

@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,4 +129,110 @@ func TestLivePathDecidesWithTheSecondReading(t *testing.T) {
 		_, err := ctl.AdmitNow(request("x"))
 		wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
 	})
+}
+
+// countingClock counts reads; it is the fixture's clock otherwise.
+type countingClock struct {
+	fakeClock
+	reads atomic.Int64
+}
+
+func (c *countingClock) Now() time.Time {
+	c.reads.Add(1)
+	return c.fakeClock.Now()
+}
+
+func (c *countingClock) Since(t time.Time) time.Duration {
+	c.reads.Add(1)
+	return c.fakeClock.Since(t)
+}
+
+func TestClockReads(t *testing.T) {
+	f := newFixture(t, nil)
+	clock := &countingClock{fakeClock: fakeClock{now: epoch}}
+	ctl := f.provider.Controller(f.source, f.load, clock)
+	t.Run("requests rejected by their own checks read no clock", func(t *testing.T) {
+		for _, edit := range []func(*AdmissionRequest){
+			func(r *AdmissionRequest) { r.ActivationID = "" },
+			func(r *AdmissionRequest) { r.Principal.Subject = "mallory" },
+			func(r *AdmissionRequest) { r.Priority = 99 },
+		} {
+			req := request("x")
+			edit(req)
+			if _, err := ctl.AdmitNow(req); err == nil {
+				t.Fatal("admitted")
+			}
+		}
+		if n := clock.reads.Load(); n != 0 {
+			t.Fatalf("%d clock reads", n)
+		}
+	})
+	t.Run("an admission reads once before and once under the mutex", func(t *testing.T) {
+		clock.reads.Store(0)
+		p, err := ctl.AdmitNow(request("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := clock.reads.Load(); n != 2 {
+			t.Fatalf("%d clock reads", n)
+		}
+		clock.reads.Store(0)
+		e, err := p.StartExecution()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := clock.reads.Load(); n != 1 {
+			t.Fatalf("start read the clock %d times", n)
+		}
+		e.Release()
+	})
+}
+
+// TestRejectionsNeverTakeTheMutex holds the ledger mutex while every
+// lock-free rejection runs: any that needed it would block.
+func TestRejectionsNeverTakeTheMutex(t *testing.T) {
+	for _, tc := range decideCases() {
+		if tc.want == accepted || tc.want.reason == ReasonQueueDeadlineInfeasible {
+			continue // feasibility is decided under the mutex by design
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.policy)
+			if tc.setup != nil {
+				tc.setup(t, f)
+			}
+			req := request("locked")
+			if tc.req != nil {
+				tc.req(req)
+			}
+			expectUnlocked(t, f, req, at(tc.atMs))
+		})
+	}
+	t.Run("capacity through the pre-check", func(t *testing.T) {
+		f := newFixture(t, nil)
+		for i := 0; i < 6; i++ {
+			admit(t, f, string(rune('a'+i)), 0)
+		}
+		expectUnlocked(t, f, request("full"), at(0))
+	})
+}
+
+func expectUnlocked(t *testing.T, f *fixture, req *AdmissionRequest, now time.Time) {
+	t.Helper()
+	f.provider.ledger.Lock()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.ctl.AdmitAt(req, now)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		f.provider.ledger.Unlock()
+		if err == nil {
+			t.Fatal("admitted")
+		}
+	case <-time.After(5 * time.Second):
+		f.provider.ledger.Unlock()
+		<-done
+		t.Fatal("the rejection waited for the ledger mutex")
+	}
 }
