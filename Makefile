@@ -58,6 +58,6 @@ stress:
 	$(GO) run ./cmd/stress
 
 stress-100k:
-	$(GO) test -run TestRejectedTargetsKeepResourcesFlat100k -count=1 -v ./linuxtest -args -stress-100k
+	$(GO) test -run 'TestRejectedTargetsKeepResourcesFlat100k$$' -count=1 -v ./linuxtest -args -stress-100k
 
 ci: lint race fuzz-ci scenarios
