@@ -51,8 +51,15 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT) ./bench | tee bench.txt
 	$(BENCHSTAT) bench.txt
 
+# CPU and allocation profiles of the ledger's cycle and of the 90/10
+# flood, written to profiles/out/ (not committed), then their top functions.
 profile:
-	$(GO) run ./profiles/cmd/makeprofiles
+	@mkdir -p profiles/out
+	$(GO) test -run='^$$' -bench='^BenchmarkCycle$$/^impl=ledger$$' -benchtime=2s -o profiles/out/bench.test \
+		-cpuprofile profiles/out/cycle.cpu.prof -memprofile profiles/out/cycle.mem.prof ./bench
+	$(GO) test -run='^$$' -bench='^BenchmarkParallel$$/^workload=flood$$/^impl=ledger$$' -benchtime=2s -o profiles/out/bench.test \
+		-cpuprofile profiles/out/flood.cpu.prof -memprofile profiles/out/flood.mem.prof ./bench
+	$(GO) run ./profiles/top profiles/out/cycle.cpu.prof profiles/out/cycle.mem.prof profiles/out/flood.cpu.prof profiles/out/flood.mem.prof
 
 stress:
 	$(GO) run ./cmd/stress

@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"latent.dev/admission/core"
+	"latent.dev/admission/internal/model"
+)
+
+var sinkTime time.Time
+var sinkDuration time.Duration
+
+// BenchmarkClock is context for the cycle: the cost of the clock reads it
+// makes (one time.Now, one monotonic-only time.Since under the mutex, one
+// time.Now when starting).
+func BenchmarkClock(b *testing.B) {
+	b.Run("op=now", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkTime = time.Now()
+		}
+	})
+	start := time.Now()
+	b.Run("op=since", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkDuration = time.Since(start)
+		}
+	})
+}
+
+// BenchmarkCycle is one activation's whole admission life: validation,
+// catalog verification, both clock reads, the commit and the permit, then
+// StartExecution and Release. impl=semaphore is the floor: a weighted
+// semaphore's TryAcquire and Release with no checks at all.
+func BenchmarkCycle(b *testing.B) {
+	e := newEnv(b, 4, 0.2)
+	for _, im := range e.impls {
+		b.Run("impl="+im.name, func(b *testing.B) {
+			req := e.valid
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := im.cycle(&req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("impl=semaphore", func(b *testing.B) {
+		sem := semaphore.NewWeighted(64)
+		b.ReportAllocs()
+		for b.Loop() {
+			if !sem.TryAcquire(1) {
+				b.Fatal("semaphore full")
+			}
+			sem.Release(1)
+		}
+	})
+}
+
+// BenchmarkReject measures each rejection family against both
+// implementations.
+func BenchmarkReject(b *testing.B) {
+	const otherLimit = 4
+	cases := []struct {
+		name string
+		cpu  float64
+		edit func(e *env, r *core.AdmissionRequest)
+		want core.Reason
+	}{
+		{"capacity", 0.2, func(e *env, r *core.AdmissionRequest) { *r = e.other; r.ActivationID = "over" }, core.ReasonCapacityExhausted},
+		{"unauthorized", 0.2, func(e *env, r *core.AdmissionRequest) { r.Principal.Subject = "mallory" }, core.ReasonPrincipalNotAuthorized},
+		{"unknown-revision", 0.2, func(e *env, r *core.AdmissionRequest) { r.Revision.Revision = "rev-forged" }, core.ReasonRevisionNotAvailable},
+		{"overloaded", 0.95, func(e *env, r *core.AdmissionRequest) {}, core.ReasonNodeOverloaded},
+		{"invalid-identifier", 0.2, func(e *env, r *core.AdmissionRequest) { r.ActivationID = "act 1" }, core.ReasonIdentifierInvalid},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			e := newEnv(b, otherLimit, 0.2)
+			defer e.fillOther(b, otherLimit)()
+			if err := e.load.Publish(core.LoadSample{Sequence: 2, ObservedAt: time.Now(), CPUPressure: tc.cpu, MemoryPressure: 0.2}); err != nil {
+				b.Fatal(err)
+			}
+			req := e.valid
+			tc.edit(e, &req)
+			for _, im := range e.impls {
+				b.Run("impl="+im.name, func(b *testing.B) {
+					if _, err := im.admit(&req); err == nil || !reasonIs(err, tc.want) {
+						b.Fatalf("want %s, got %v", tc.want, err)
+					}
+					b.ReportAllocs()
+					for b.Loop() {
+						if _, err := im.admit(&req); err == nil {
+							b.Fatal("admitted")
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+func reasonIs(err error, want core.Reason) bool {
+	switch e := err.(type) {
+	case *core.Error:
+		return e.Reason == want
+	case *model.Rejection:
+		return e.Reason == string(want)
+	}
+	return false
+}
+
+// BenchmarkParallel admits from every P at once. workload=valid is all
+// valid cycles; workload=flood is 90% rejected requests (a tenant at its
+// limit, an unauthorized subject, a forged revision) and 10% valid cycles.
+// valid-admits/s is the throughput of valid admissions, the figure a
+// flood must not starve.
+func BenchmarkParallel(b *testing.B) {
+	const otherLimit = 4
+	for _, workload := range []string{"valid", "flood"} {
+		b.Run("workload="+workload, func(b *testing.B) {
+			e := newEnv(b, otherLimit, 0.2)
+			defer e.fillOther(b, otherLimit)()
+			for _, im := range e.impls {
+				b.Run("impl="+im.name, func(b *testing.B) {
+					var goroutine, valid atomic.Int64
+					b.ReportAllocs()
+					b.RunParallel(func(pb *testing.PB) {
+						g := goroutine.Add(1)
+						ok := e.valid
+						ok.ActivationID = "p" + strconv.FormatInt(g, 10)
+						capacity := e.other
+						capacity.ActivationID = "over-" + strconv.FormatInt(g, 10)
+						unauthorized := e.valid
+						unauthorized.Principal.Subject = "mallory"
+						forged := e.valid
+						forged.Revision.Revision = "rev-forged"
+						flood := [...]*core.AdmissionRequest{&capacity, &unauthorized, &forged}
+						var n, mine int64
+						for pb.Next() {
+							n++
+							if workload == "flood" && n%10 != 0 {
+								_, _ = im.admit(flood[n%3])
+								continue
+							}
+							if err := im.cycle(&ok); err != nil {
+								b.Error(err)
+								return
+							}
+							mine++
+						}
+						valid.Add(mine)
+					})
+					b.ReportMetric(float64(valid.Load())/b.Elapsed().Seconds(), "valid-admits/s")
+				})
+			}
+		})
+	}
+}
