@@ -447,7 +447,8 @@ func TestRejectionText(t *testing.T) {
 	if r.Error() != want {
 		t.Fatalf("got %q", r.Error())
 	}
-	if capacityExhausted("node", "cpu-fuel", true) == capacityExhausted("node", "cpu-fuel", true) {
+	first, second := capacityExhausted("node", "cpu-fuel", true), capacityExhausted("node", "cpu-fuel", true)
+	if first == second {
 		t.Fatal("rejections are shared; the model builds a fresh one each time")
 	}
 }
