@@ -81,6 +81,37 @@ func (l *NodeLoadState) Publish(s LoadSample) error {
 	return nil
 }
 
+// LoadSampleMillis is a sample as samplers often measure it: times and
+// delays in whole milliseconds.
+type LoadSampleMillis struct {
+	Sequence             uint64
+	ObservedAtUnixMillis int64
+	CPUPressure          float64
+	MemoryPressure       float64
+	QueueDelayMillis     [policy.NumCellClasses]int64
+}
+
+// maxDelayMillis is the largest delay in milliseconds a time.Duration holds.
+const maxDelayMillis = math.MaxInt64 / int64(time.Millisecond)
+
+// PublishMillis converts s and publishes it. A delay that is negative or
+// does not fit a time.Duration is rejected here, where it enters, and
+// fails admission closed like every other rejected publish.
+func (l *NodeLoadState) PublishMillis(s LoadSampleMillis) error {
+	sample := LoadSample{Sequence: s.Sequence, ObservedAt: time.UnixMilli(s.ObservedAtUnixMillis),
+		CPUPressure: s.CPUPressure, MemoryPressure: s.MemoryPressure}
+	for i, ms := range s.QueueDelayMillis {
+		if ms < 0 || ms > maxDelayMillis {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.current.Store(nil)
+			return errLoadRejected
+		}
+		sample.QueueDelay[i] = time.Duration(ms) * time.Millisecond
+	}
+	return l.Publish(sample)
+}
+
 // Clear withdraws the current sample: admission fails closed until the
 // next valid publish. Ordering against earlier samples is kept.
 func (l *NodeLoadState) Clear() {

@@ -236,3 +236,22 @@ func expectUnlocked(t *testing.T, f *fixture, req *AdmissionRequest, now time.Ti
 		t.Fatal("the rejection waited for the ledger mutex")
 	}
 }
+
+func TestPublishMillisRejectsDelaysThatDoNotFitADuration(t *testing.T) {
+	f := newFixture(t, nil)
+	s := LoadSampleMillis{Sequence: 2, ObservedAtUnixMillis: at(0).UnixMilli(), CPUPressure: 0.1, MemoryPressure: 0.1}
+	s.QueueDelayMillis[policy.Small] = math.MaxInt64/int64(time.Millisecond) + 1
+	err := f.load.PublishMillis(s)
+	wantError(t, err, CodeInvalidArgument, ScopeLoad, DimLoadSample, ReasonLoadSampleRejected, false)
+	_, err = f.ctl.AdmitAt(request("x"), at(0))
+	wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
+
+	s.QueueDelayMillis[policy.Small] = math.MaxInt64 / int64(time.Millisecond) // the largest that fits
+	if err := f.load.PublishMillis(s); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.load.CurrentLoad()
+	if got.QueueDelay[policy.Small] != time.Duration(math.MaxInt64/int64(time.Millisecond))*time.Millisecond || !got.ObservedAt.Equal(at(0)) {
+		t.Fatalf("converted %+v", got)
+	}
+}

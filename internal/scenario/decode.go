@@ -24,8 +24,7 @@ type Step struct {
 	At     time.Duration // after the epoch
 	Expect *strictjson.Value
 
-	Sample     core.LoadSample // load; ObservedAt relative to the epoch, set at run time
-	ObservedAt time.Duration
+	Sample           core.LoadSampleMillis // load; ObservedAtUnixMillis is relative to the epoch here
 
 	Permit     string // admit, schedulable, start, release
 	Request    Request
@@ -157,7 +156,7 @@ func decodeStep(d *strictjson.Decoder, v *strictjson.Value, last time.Duration) 
 
 func decodeSample(d *strictjson.Decoder, o *strictjson.Object, st *Step) {
 	st.Sample.Sequence = o.Uint64("seq")
-	st.ObservedAt = time.Duration(o.Int64("observed_at_ms")) * time.Millisecond
+	st.Sample.ObservedAtUnixMillis = o.Int64("observed_at_ms")
 	st.Sample.CPUPressure = o.Float("cpu")
 	st.Sample.MemoryPressure = o.Float("memory")
 	if qv, ok := o.Optional("queue_delay_ms"); ok {
@@ -170,9 +169,10 @@ func decodeSample(d *strictjson.Decoder, o *strictjson.Object, st *Step) {
 				d.Problemf(m.Value.Path, "is not a cell class (tiny, small, standard, large, extra-large)")
 				continue
 			}
-			// Negative delays decode: publishing them is what gets rejected.
+			// Negative or oversized delays decode: publishing them is what
+			// gets rejected, as it would be on a node.
 			if ms, ok := d.Int64(m.Value); ok {
-				st.Sample.QueueDelay[class] = time.Duration(ms) * time.Millisecond
+				st.Sample.QueueDelayMillis[class] = ms
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -108,8 +109,8 @@ func (r *runner) step(st *Step, now time.Time) Answer {
 	switch st.Op {
 	case "load":
 		sample := st.Sample
-		sample.ObservedAt = r.s.Epoch.Add(st.ObservedAt)
-		if err := r.load.Publish(sample); err != nil {
+		sample.ObservedAtUnixMillis = addSaturating(r.s.Epoch.UnixMilli(), sample.ObservedAtUnixMillis)
+		if err := r.load.PublishMillis(sample); err != nil {
 			return failure(err)
 		}
 		return okAnswer()
@@ -155,6 +156,18 @@ func (r *runner) step(st *Step, now time.Time) Answer {
 		return r.restart()
 	}
 	return Answer{"ok": false, "error": "unknown op"}
+}
+
+// addSaturating adds two millisecond counts, clamping instead of wrapping:
+// an observation time beyond int64 is simply very far away.
+func addSaturating(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	if b < 0 && a < math.MinInt64-b {
+		return math.MinInt64
+	}
+	return a + b
 }
 
 // permit returns what a name refers to; an unknown name refers to a
