@@ -11,3 +11,5 @@ require (
 	golang.org/x/sys v0.50.0
 	pgregory.net/rapid v1.3.0
 )
+
+require github.com/anishathalye/porcupine v1.3.1
