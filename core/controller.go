@@ -68,7 +68,7 @@ type decision struct {
 }
 
 func (c *AdmissionController) admit(req *AdmissionRequest, now time.Time, live bool, d *decision) (*AdmissionPermit, error) {
-	if err := c.decide(req, now, d); err != nil {
+	if err := c.decide(req, now, live, d); err != nil {
 		c.provider.metrics.reject(err)
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func (c *AdmissionController) checkRequest(req *AdmissionRequest, d *decision) *
 
 // decide runs decision-table steps 5 to 12 and the lock-free capacity
 // pre-check. Nothing here takes the mutex or allocates.
-func (c *AdmissionController) decide(req *AdmissionRequest, now time.Time, d *decision) *Error {
+func (c *AdmissionController) decide(req *AdmissionRequest, now time.Time, live bool, d *decision) *Error {
 	pr := c.provider
 	node := &pr.node
 	tenantID := d.reservation.Tenant
@@ -168,7 +168,15 @@ func (c *AdmissionController) decide(req *AdmissionRequest, now time.Time, d *de
 	}
 	// Step 12: node load.
 	sample, ok := c.currentLoad()
-	if err := loadVerdict(sample, ok, now, &node.Overload); err != nil {
+	if live && ok && sample.ObservedAt.After(now) {
+		// Published after this request's clock reading, not from the
+		// future: the sampler observed it before we loaded it, so a
+		// fresh monotonic reading is at or after it. Judging it against
+		// the older reading would reject valid work for a race.
+		if err := loadVerdict(sample, ok, deadline.Resample(c.clock, now), &node.Overload); err != nil {
+			return err
+		}
+	} else if err := loadVerdict(sample, ok, now, &node.Overload); err != nil {
 		return err
 	}
 	queue, _ := pr.policy.QueueClassFor(req.Priority)

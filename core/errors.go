@@ -219,6 +219,11 @@ var (
 // until a valid newer sample arrives.
 var ErrLoadSampleRejected = errLoadRejected
 
+// ErrPermitDeadlineExceeded is returned by EnsureSchedulableAt and
+// StartExecution at or after the permit's deadline (a failed
+// StartExecution has released the permit).
+var ErrPermitDeadlineExceeded = errPermitDeadline
+
 // ErrPermitNotLive is returned for a permit that was released, consumed
 // or never issued.
 var ErrPermitNotLive = errPermitNotLive

@@ -255,3 +255,27 @@ func TestPublishMillisRejectsDelaysThatDoNotFitADuration(t *testing.T) {
 		t.Fatalf("converted %+v", got)
 	}
 }
+
+// TestSampleNewerThanTheFirstReadingIsNotFutureDated acts out a sampler
+// publishing between the request's clock reading and step 12.
+func TestSampleNewerThanTheFirstReadingIsNotFutureDated(t *testing.T) {
+	f := newFixture(t, nil)
+	f.publish(t, 2, 5, 0.1, 0.1) // observed at 5ms
+	// The request read the clock at 3ms; by step 12 it is 6ms.
+	ctl := f.provider.Controller(f.source, f.load, steppingClock{first: at(3), later: 3 * time.Millisecond})
+	p, err := ctl.AdmitNow(request("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Deadline().Equal(at(5003)) {
+		t.Fatalf("the deadline must stay bound to the first reading: %v", p.Deadline())
+	}
+	p.Release()
+	// A sample still in the future after resampling is future-dated.
+	f.publish(t, 3, 50, 0.1, 0.1)
+	_, err = ctl.AdmitNow(request("y"))
+	wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
+	// The deterministic seam never resamples.
+	_, err = f.ctl.AdmitAt(request("z"), at(49))
+	wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
+}

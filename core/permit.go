@@ -250,8 +250,15 @@ func (p *AdmissionPermit) EffectiveBudget() policy.Budget { return p.g().budget 
 // Deadline is the effective deadline, bound once at admission.
 func (p *AdmissionPermit) Deadline() time.Time { return p.g().deadline }
 
-// Obligations are what downstream must enforce.
+// Obligations are what downstream must enforce. They copy the feature
+// list; CellClass and QueueClass read without allocating.
 func (p *AdmissionPermit) Obligations() Obligations { return p.g().obligations() }
+
+// CellClass is the selected cell class.
+func (p *AdmissionPermit) CellClass() policy.CellClass { return p.g().cell }
+
+// QueueClass is the selected queue class's name.
+func (p *AdmissionPermit) QueueClass() string { return p.g().queueClass }
 
 // ActivationID is the admitted activation's ID.
 func (e *ExecutionPermit) ActivationID() string { return e.g().activationID }
