@@ -1,0 +1,131 @@
+package runner
+
+import "time"
+
+// ExitKind is how a guest stopped, as its backend saw it.
+type ExitKind uint8
+
+// The exits a backend reports.
+const (
+	// ExitReturned: the guest returned a result.
+	ExitReturned ExitKind = iota + 1
+	// ExitDeclaredError: the guest returned an error its contract declares.
+	ExitDeclaredError
+	// ExitTrapped: the guest trapped (unreachable, bounds, stack...).
+	ExitTrapped
+	// ExitInterrupted: the backend stopped the guest because the meter
+	// refused a charge or the context ended; the runner works out which.
+	ExitInterrupted
+	// ExitPlatformFailure: the backend itself failed (instantiation, host
+	// error); the guest's result is unknown.
+	ExitPlatformFailure
+)
+
+// Exit is what a backend returns once the guest has stopped.
+type Exit struct {
+	Kind   ExitKind
+	Output []byte
+}
+
+// Outcome is an activation's terminal outcome.
+type Outcome uint8
+
+// The outcomes. The zero value means the activation never ran (the
+// scheduler dropped it; see the error).
+const (
+	NotRun Outcome = iota
+	Succeeded
+	DeclaredError
+	Trapped
+	DeadlineExceeded
+	FuelExhausted
+	MemoryExhausted
+	Canceled
+	PlatformFailure
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{"not-run", "succeeded", "declared-error", "trapped", "deadline-exceeded",
+	"fuel-exhausted", "memory-exhausted", "canceled", "platform-failure"}
+
+func (o Outcome) String() string {
+	if o < numOutcomes {
+		return outcomeNames[o]
+	}
+	return "invalid-outcome"
+}
+
+var outcomeErrors = [numOutcomes]error{nil, nil, ErrDeclared, ErrTrapped, ErrDeadlineExceeded, ErrFuelExhausted,
+	ErrMemoryExhausted, ErrCanceled, ErrPlatformFailure}
+
+// Disposition is what became of the cell after the activation.
+type Disposition uint8
+
+// The dispositions.
+const (
+	// NoCell: the activation never held a cell.
+	NoCell Disposition = iota
+	// Released: the backend reset the cell and it is reusable.
+	Released
+	// Quarantined: the cell's state is uncertain and it left usable
+	// capacity.
+	Quarantined
+)
+
+func (d Disposition) String() string {
+	switch d {
+	case NoCell:
+		return "no-cell"
+	case Released:
+		return "released"
+	case Quarantined:
+		return "quarantined"
+	}
+	return "invalid-disposition"
+}
+
+// Usage is the finalized accounting of one execution.
+type Usage struct {
+	CPUFuel         uint64
+	PeakMemoryBytes uint64
+	// WallTime is the time from the start of execution to the guest's
+	// stop. The deadline it is judged against is the permit's, bound at
+	// admission, so queueing time counts against the grant too.
+	WallTime time.Duration
+}
+
+// classify turns a backend's exit into the terminal outcome, judged
+// against the meter and the permit's deadline at the moment the guest
+// stopped. A result that arrives at or after the deadline is a deadline
+// outcome whatever the guest said: the grant had run out.
+func classify(exit Exit, m *Meter, canceled bool, stopped time.Time) Outcome {
+	late := !stopped.Before(m.deadline)
+	fuelOut, memoryOut := m.exhausted()
+	switch exit.Kind {
+	case ExitReturned, ExitDeclaredError, ExitTrapped:
+		switch {
+		case fuelOut:
+			// The backend ignored a refused charge; the guest overran.
+			return FuelExhausted
+		case late:
+			return DeadlineExceeded
+		case exit.Kind == ExitReturned:
+			return Succeeded
+		case exit.Kind == ExitDeclaredError:
+			return DeclaredError
+		}
+		return Trapped
+	case ExitInterrupted:
+		switch {
+		case fuelOut:
+			return FuelExhausted
+		case late:
+			return DeadlineExceeded
+		case memoryOut:
+			return MemoryExhausted
+		case canceled:
+			return Canceled
+		}
+	}
+	return PlatformFailure
+}

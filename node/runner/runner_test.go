@@ -1,0 +1,184 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"latent.dev/admission/core"
+	"latent.dev/admission/node/cellpool"
+	"latent.dev/admission/node/internal/nodetest"
+	"latent.dev/admission/node/runner"
+	"latent.dev/admission/node/runner/synthetic"
+	"latent.dev/admission/policy"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// started admits a, leases a cell of class and starts execution, as the
+// scheduler would.
+func started(t *testing.T, n *nodetest.Node, pool *cellpool.FixedCellPool, a nodetest.Ask, class policy.CellClass) (*core.ExecutionPermit, *cellpool.Lease) {
+	t.Helper()
+	p := n.Admit(t, a)
+	lease, err := pool.Acquire(class)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec, err := p.StartExecution()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exec, lease
+}
+
+func setup(t *testing.T) (*nodetest.Node, *cellpool.FixedCellPool, nodetest.Ledger) {
+	n := nodetest.New(t, nil)
+	pool, err := cellpool.New(cellpool.ConfigFromPolicy(n.Provider.Policy()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, pool, nodetest.ReadLedger(n.Provider)
+}
+
+func run(t *testing.T, r *runner.Runner, exec *core.ExecutionPermit, lease *cellpool.Lease) (runner.Report, error) {
+	t.Helper()
+	a := r.NewActivation([]byte("in"))
+	a.Run(context.Background(), exec, lease)
+	return a.Wait(context.Background())
+}
+
+func TestNewNeedsABackend(t *testing.T) {
+	if _, err := runner.New(runner.Config{}); !errors.Is(err, runner.ErrNoBackend) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestAccountingStartsFromThePermit(t *testing.T) {
+	n, pool, base := setup(t)
+	exec, lease := started(t, n, pool, nodetest.Ask{Fuel: 777, Memory: 4096, WallTime: 3 * time.Second}, policy.Tiny)
+	var seen runner.Guest
+	var fuel uint64
+	b := synthetic.New(func(g *runner.Guest) synthetic.Behavior {
+		seen = *g
+		fuel = g.Meter.RemainingFuel()
+		return synthetic.Behavior{Fuel: 700, Memory: 4000, Output: []byte("out")}
+	})
+	r, _ := runner.New(runner.Config{Backends: map[string]runner.Backend{"wasm": b}})
+	deadline := exec.Deadline()
+	rep, err := run(t, r, exec, lease)
+	if err != nil || rep.Outcome != runner.Succeeded || string(rep.Output) != "out" {
+		t.Fatalf("report %+v, %v", rep, err)
+	}
+	if fuel != 777 || !seen.Meter.Deadline().Equal(deadline) || seen.Obligations.CellClass != policy.Tiny ||
+		seen.Obligations.Backend != "wasm" || string(seen.Input) != "in" || seen.Cell != rep.Cell {
+		t.Fatalf("guest %+v, fuel %d", seen, fuel)
+	}
+	if rep.Usage.CPUFuel != 700 || rep.Usage.PeakMemoryBytes != 4000 || rep.Disposition != runner.Released {
+		t.Fatalf("report %+v", rep)
+	}
+	if exec.Live() || lease.Held() {
+		t.Fatal("permit or lease outlived Run")
+	}
+	if got := nodetest.ReadLedger(n.Provider); !reflect.DeepEqual(got, base) {
+		t.Fatalf("ledger %+v, want %+v", got, base)
+	}
+}
+
+// TestObligationsAreEnforced: a permit is never run on a backend or a
+// cell class other than the one admitted; the guest does not start and
+// the untouched cell goes back.
+func TestObligationsAreEnforced(t *testing.T) {
+	tests := []struct {
+		name     string
+		backends string
+		cell     policy.CellClass
+	}{
+		{"another backend", "native", policy.Tiny},
+		{"another cell class", "wasm", policy.Small},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, pool, base := setup(t)
+			exec, lease := started(t, n, pool, nodetest.Ask{}, tt.cell)
+			b := synthetic.New(nil)
+			r, _ := runner.New(runner.Config{Backends: map[string]runner.Backend{tt.backends: b}})
+			rep, err := run(t, r, exec, lease)
+			if !errors.Is(err, runner.ErrPlatformFailure) || rep.Disposition != runner.Released {
+				t.Fatalf("report %+v, %v", rep, err)
+			}
+			if b.Runs() != 0 {
+				t.Fatal("the guest ran")
+			}
+			if got := nodetest.ReadLedger(n.Provider); !reflect.DeepEqual(got, base) {
+				t.Fatalf("ledger %+v", got)
+			}
+			if s := pool.Stats(tt.cell); s.Free != s.Configured {
+				t.Fatalf("pool %+v", s)
+			}
+		})
+	}
+}
+
+// panickyReset is a backend whose cleanup panics.
+type panickyReset struct{}
+
+func (panickyReset) Run(context.Context, *runner.Guest) runner.Exit {
+	return runner.Exit{Kind: runner.ExitReturned}
+}
+func (panickyReset) Reset(cellpool.CellID) error { panic("reset exploded") }
+
+func TestPanickingResetQuarantines(t *testing.T) {
+	n, pool, base := setup(t)
+	exec, lease := started(t, n, pool, nodetest.Ask{}, policy.Tiny)
+	r, _ := runner.New(runner.Config{Backends: map[string]runner.Backend{"wasm": panickyReset{}}})
+	rep, err := run(t, r, exec, lease)
+	if err != nil || rep.Outcome != runner.Succeeded || rep.Disposition != runner.Quarantined {
+		t.Fatalf("report %+v, %v", rep, err)
+	}
+	if s := pool.Stats(policy.Tiny); s.Quarantined != 1 {
+		t.Fatalf("pool %+v", s)
+	}
+	if got := nodetest.ReadLedger(n.Provider); !reflect.DeepEqual(got, base) {
+		t.Fatalf("ledger %+v", got)
+	}
+	if s := r.Stats(); s.Quarantined != 1 || s.Outcomes[runner.Succeeded] != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestActivationEndsOnce(t *testing.T) {
+	r, _ := runner.New(runner.Config{Backends: map[string]runner.Backend{"wasm": synthetic.New(nil)}})
+	a := r.NewActivation(nil)
+	a.Abandon(errors.New("dropped"))
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a second end did not panic")
+		}
+	}()
+	a.Abandon(errors.New("again"))
+}
+
+func TestWaitingCallerMayLeave(t *testing.T) {
+	r, _ := runner.New(runner.Config{Backends: map[string]runner.Backend{"wasm": synthetic.New(nil)}})
+	a := r.NewActivation(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := a.Wait(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+	select {
+	case <-a.Done():
+		t.Fatal("leaving the wait ended the activation")
+	default:
+	}
+	a.Abandon(errors.New("cleanup"))
+	if rep, err := a.Wait(context.Background()); err == nil || rep.Outcome != runner.NotRun || rep.Disposition != runner.NoCell {
+		t.Fatalf("report %+v, %v", rep, err)
+	}
+}

@@ -1,0 +1,162 @@
+package synthetic
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"latent.dev/admission/node/cellpool"
+	"latent.dev/admission/node/runner"
+)
+
+// ErrUncertainCleanup is what Reset returns for a cell whose cleanup the
+// behavior declared uncertain.
+var ErrUncertainCleanup = errors.New("synthetic: cell state uncertain after cleanup")
+
+// Behavior is what one synthetic guest does, in order: signal Started,
+// panic if asked, grow memory, burn fuel, wait (Block, Hold, Duration),
+// then exit with Exit. A refused charge or an ended context interrupts it.
+type Behavior struct {
+	// Exit is how the guest ends if nothing interrupts it; zero means
+	// runner.ExitReturned.
+	Exit   runner.ExitKind
+	Output []byte
+	// Fuel is charged in one step; more than the grant interrupts.
+	Fuel uint64
+	// Memory is grown in one step; more than the grant interrupts.
+	Memory uint64
+	// Block runs until the context ends (deadline or cancellation).
+	Block bool
+	// Hold, if not nil, runs until it is closed or the context ends.
+	Hold <-chan struct{}
+	// Duration runs this long unless the context ends first.
+	Duration time.Duration
+	// Started, if not nil, is called once the guest holds its cell.
+	Started func()
+	// UncertainCleanup makes Reset fail for the cell, so the runner
+	// quarantines it.
+	UncertainCleanup bool
+	// Panic makes the backend panic inside Run.
+	Panic bool
+}
+
+// Plan chooses the behavior of each guest.
+type Plan func(g *runner.Guest) Behavior
+
+// Backend is a synthetic runner.Backend. It is safe for concurrent use.
+type Backend struct {
+	plan Plan
+
+	runs       atomic.Int64
+	violations atomic.Int64
+
+	mu    sync.Mutex
+	busy  map[cellpool.CellID]bool // guarded by mu; cells with a guest now
+	dirty map[cellpool.CellID]bool // guarded by mu; cells whose cleanup was uncertain
+}
+
+// New returns a backend that asks plan for each guest's behavior; a nil
+// plan makes every guest return at once.
+func New(plan Plan) *Backend {
+	if plan == nil {
+		plan = func(*runner.Guest) Behavior { return Behavior{} }
+	}
+	return &Backend{plan: plan, busy: map[cellpool.CellID]bool{}, dirty: map[cellpool.CellID]bool{}}
+}
+
+// Run follows the guest's behavior.
+func (b *Backend) Run(ctx context.Context, g *runner.Guest) runner.Exit {
+	beh := b.plan(g)
+	b.runs.Add(1)
+	b.enter(g.Cell)
+	finished := false
+	defer func() { b.leave(g.Cell, beh.UncertainCleanup || !finished) }()
+	if beh.Started != nil {
+		beh.Started()
+	}
+	if beh.Panic {
+		panic("synthetic: injected backend panic")
+	}
+	exit := b.follow(ctx, g, &beh)
+	finished = true
+	return exit
+}
+
+func (b *Backend) follow(ctx context.Context, g *runner.Guest, beh *Behavior) runner.Exit {
+	interrupted := runner.Exit{Kind: runner.ExitInterrupted}
+	if beh.Memory > 0 && g.Meter.GrowMemory(beh.Memory) != nil {
+		return interrupted
+	}
+	if beh.Fuel > 0 && g.Meter.ChargeFuel(beh.Fuel) != nil {
+		return interrupted
+	}
+	if beh.Block {
+		<-ctx.Done()
+		return interrupted
+	}
+	if beh.Hold != nil {
+		select {
+		case <-beh.Hold:
+		case <-ctx.Done():
+			return interrupted
+		}
+	}
+	if beh.Duration > 0 {
+		t := time.NewTimer(beh.Duration)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return interrupted
+		}
+	}
+	kind := beh.Exit
+	if kind == 0 {
+		kind = runner.ExitReturned
+	}
+	return runner.Exit{Kind: kind, Output: beh.Output}
+}
+
+func (b *Backend) enter(cell cellpool.CellID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.busy[cell] || b.dirty[cell] {
+		b.violations.Add(1)
+	}
+	b.busy[cell] = true
+}
+
+func (b *Backend) leave(cell cellpool.CellID, uncertain bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.busy, cell)
+	if uncertain {
+		b.dirty[cell] = true
+	}
+}
+
+// Reset fails for a cell whose cleanup was uncertain; the cell stays
+// marked, so a later guest on it is a violation.
+func (b *Backend) Reset(cell cellpool.CellID) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dirty[cell] {
+		return ErrUncertainCleanup
+	}
+	return nil
+}
+
+// Runs is the number of guests started.
+func (b *Backend) Runs() int64 { return b.runs.Load() }
+
+// Violations is the number of guests that started on a busy cell or on a
+// cell that should have been quarantined.
+func (b *Backend) Violations() int64 { return b.violations.Load() }
+
+// ByInput is a plan that looks each guest's input up in behaviors; an
+// input not listed returns at once.
+func ByInput(behaviors map[string]Behavior) Plan {
+	return func(g *runner.Guest) Behavior { return behaviors[string(g.Input)] }
+}

@@ -1,0 +1,76 @@
+// Package scheduler queues admitted activations and dispatches them onto
+// cells: priority across queue classes with a starvation bound, weighted
+// fairness across tenants within a class, and strict ownership of every
+// permit it is given.
+//
+// # Ownership
+//
+// [Scheduler.Submit] takes the [core.AdmissionPermit] with its [Job] in
+// every case. From then on exactly one of these happens, once:
+//
+//   - Submit refuses (queue class full, closing, context done, deadline
+//     passed, unknown class): the permit is released and Submit returns
+//     the error; the job is never called.
+//   - The activation is dropped while queued (context done, deadline
+//     passed, Close): the permit is released, then Job.Abandon is called.
+//   - The dispatcher, with a cell free, checks the context and
+//     EnsureSchedulableAt on the scheduler's clock, leases the cell, and
+//     calls StartExecution. If that fails (core has released the permit)
+//     the lease is released, since the cell was never used, and
+//     Job.Abandon is called.
+//   - Otherwise Job.Run gets the [core.ExecutionPermit] and the lease on a
+//     goroutine of its own, which owns both until the guest has stopped,
+//     accounting is final and the cell is released or quarantined; only
+//     then is the execution permit released. If Run returns still holding
+//     the lease, the scheduler quarantines the cell (its state is unknown)
+//     and then releases the permit.
+//
+// Each activation runs under the submit context bounded by the permit's
+// deadline (context.WithDeadlineCause with [ErrExpired]), so one
+// context.AfterFunc callback drops queued work on either cancellation or
+// expiry, with no goroutine per waiting activation, and the runner sees
+// the same deadline. The deadline is the one bound at admission; nothing
+// here resets it.
+//
+// # Dispatch order
+//
+// Queues are kept per (cell class, queue class), because cell classes are
+// independent resources: a backlog for busy tiny cells must not hold
+// back work for free small ones. For each cell class with a free cell:
+//
+//  1. Queue class: the highest-priority class with work, unless a lower
+//     class with work has been passed over StarvationBound times by
+//     dispatches of higher classes (it is starved); then the
+//     highest-priority starved class. A starved class is served before
+//     everything but higher-priority starved classes, each of which is
+//     served once and is then not starved again for another
+//     StarvationBound dispatches. With two queue classes, as in the
+//     example policy, a waiting lower class is therefore passed over at
+//     most StarvationBound times in a row.
+//  2. Tenant: deficit round robin over the tenants' FIFO flows, quantum =
+//     weight (default 1), cost = one activation. Two tenants that stay
+//     backlogged receive service in the ratio of their weights, within
+//     one round, however much either submits.
+//  3. The head activation is checked (context, then EnsureSchedulableAt)
+//     immediately before the cell is leased; a dead one is dropped
+//     without being charged to its tenant, and the pick repeats.
+//
+// # Concurrency
+//
+// One dispatcher goroutine leases cells; it sleeps on a kick channel
+// (new work) and the pool's Changed channel (a cell freed), never
+// polling. mu guards the queues; lock order is mu, then the pool's mutex.
+// Permit calls (the ledger mutex) and Job methods never run under mu.
+// Close drops the queue, stops the dispatcher and waits for every Run
+// goroutine and every in-flight cancellation callback, so nothing
+// outlives it; Drain first lets the queue run dry.
+//
+// # Caveats
+//
+// Fairness counts activations, not their cost: a tenant whose activations
+// run longer receives more cell time for the same share of dispatches.
+// Flows exist only while they hold work, so a tenant that goes idle
+// starts its next turn fresh (no credit is banked). Close does not cancel
+// running activations; it waits for them. Queued expiry timers run on
+// real time, while the dispatch check uses the injected clock.
+package scheduler

@@ -1,0 +1,430 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/puzpuzpuz/xsync/v3"
+
+	"latent.dev/admission/core"
+	"latent.dev/admission/core/deadline"
+	"latent.dev/admission/node/cellpool"
+	"latent.dev/admission/policy"
+)
+
+// DefaultStarvationBound is how many consecutive dispatches from higher
+// queue classes a waiting lower class tolerates when Options leaves the
+// bound zero.
+const DefaultStarvationBound = 8
+
+// Job is the work that travels with a permit. The scheduler calls exactly
+// one of its methods, exactly once.
+type Job interface {
+	// Run executes the activation on the leased cell, on a goroutine of its
+	// own that the scheduler waits for at Close. Run owns exec and lease:
+	// it must end the lease (release or quarantine) and then release exec
+	// once the guest has stopped and accounting is final. ctx is the
+	// submit context bounded by the permit's deadline. Should Run return
+	// with the lease still held, the scheduler quarantines the cell (its
+	// state is unknown) and releases exec.
+	Run(ctx context.Context, exec *core.ExecutionPermit, lease *cellpool.Lease)
+	// Abandon reports that the activation will never run, and why. The
+	// permit has been released already.
+	Abandon(err error)
+}
+
+// Options tune a scheduler; the zero value takes every default.
+type Options struct {
+	// Clock is read for EnsureSchedulableAt before each cell allocation;
+	// nil is the system clock. Queued expiry timers always run on real
+	// time.
+	Clock deadline.Clock
+	// Weights are per-tenant DRR weights; a tenant not listed weighs 1.
+	Weights map[string]uint32
+	// QueueBounds are per queue class (by name) bounds on queued
+	// activations; a class not listed takes its admission bound
+	// (max_queued). A bound of zero refuses every activation of the class.
+	QueueBounds map[string]int
+	// StarvationBound is how many consecutive dispatches from higher
+	// classes a waiting lower class tolerates before it is served; zero
+	// means DefaultStarvationBound.
+	StarvationBound int
+}
+
+// Stats are the scheduler's counters since New.
+type Stats struct {
+	Submitted  int64 // accepted into a queue
+	Refused    int64 // refused by Submit (full, closed, expired, canceled, invalid)
+	Canceled   int64 // dropped from a queue because the submit context was done
+	Expired    int64 // dropped from a queue or at start because the deadline passed
+	Closed     int64 // dropped from a queue by Close
+	Started    int64 // handed to Job.Run
+	Orphaned   int64 // cells quarantined because Run returned holding the lease
+	StartError int64 // StartExecution refused for a reason other than expiry
+}
+
+type stats struct {
+	submitted, refused, canceled, expired, closed, started, orphaned, startError *xsync.Counter
+}
+
+// Scheduler queues admitted activations per (cell class, queue class)
+// and dispatches them onto cells of a [cellpool.FixedCellPool]: higher
+// priority queue classes first, with a starvation bound for lower ones,
+// and deficit round robin across tenants within a class. One dispatcher
+// goroutine allocates cells; each started activation runs on a goroutine
+// of its own. Close stops and waits for all of them.
+//
+// Fields up to mu never change after New; mu guards the fields after it.
+// Lock order: mu, then the pool's mutex. The ledger mutex (inside permit
+// calls) and Job methods are never entered with mu held.
+//
+// A Scheduler must not be copied after first use.
+type Scheduler struct {
+	noCopy noCopy
+
+	pool       *cellpool.FixedCellPool
+	clock      deadline.Clock
+	queueRank  map[string]int // queue class name -> rank, 0 the highest priority
+	bounds     []int          // by rank
+	weights    map[string]uint32
+	starvation int
+	pooled     [policy.NumCellClasses]bool
+	kick       chan struct{} // capacity 1: "look again"
+	closing    chan struct{} // closed by Close: the dispatcher exits
+	stats      stats
+
+	dispatcher sync.WaitGroup // the dispatch loop
+	running    sync.WaitGroup // Job.Run goroutines
+	watchers   sync.WaitGroup // registered queued-cancellation callbacks
+
+	mu        sync.Mutex
+	idle      sync.Cond                          // L is &mu; broadcast when queued+executing reaches zero
+	accepting bool                               // guarded by mu
+	closed    bool                               // guarded by mu
+	queues    [policy.NumCellClasses][]fairQueue // guarded by mu; [cell][rank]
+	skipped   [policy.NumCellClasses][]int       // guarded by mu; [cell][rank] higher-class dispatches while waiting
+	waiting   [policy.NumCellClasses]int         // guarded by mu; items queued per cell class
+	queued    []int                              // guarded by mu; items queued per rank, across cell classes
+	executing int                                // guarded by mu; taken by the dispatcher and not yet finished
+}
+
+// New builds a scheduler for the queue classes of c over pool and starts
+// its dispatcher.
+func New(c *policy.Compiled, pool *cellpool.FixedCellPool, opts Options) (*Scheduler, error) {
+	if opts.StarvationBound < 0 {
+		return nil, ErrInvalidOptions
+	}
+	for _, w := range opts.Weights {
+		if w == 0 {
+			return nil, ErrInvalidOptions
+		}
+	}
+	classes := make([]policy.QueueClassSettings, c.NumQueueClasses())
+	for i := range classes {
+		classes[i] = c.QueueClass(policy.QueueClassID(i))
+	}
+	slices.SortFunc(classes, func(a, b policy.QueueClassSettings) int { return cmp.Compare(b.MinPriority, a.MinPriority) })
+	s := &Scheduler{
+		pool:       pool,
+		clock:      opts.Clock,
+		queueRank:  make(map[string]int, len(classes)),
+		bounds:     make([]int, len(classes)),
+		weights:    make(map[string]uint32, len(opts.Weights)),
+		starvation: opts.StarvationBound,
+		kick:       make(chan struct{}, 1),
+		closing:    make(chan struct{}),
+		accepting:  true,
+		queued:     make([]int, len(classes)),
+		stats: stats{xsync.NewCounter(), xsync.NewCounter(), xsync.NewCounter(), xsync.NewCounter(),
+			xsync.NewCounter(), xsync.NewCounter(), xsync.NewCounter(), xsync.NewCounter()},
+	}
+	if s.clock == nil {
+		s.clock = deadline.System{}
+	}
+	if s.starvation == 0 {
+		s.starvation = DefaultStarvationBound
+	}
+	for name, w := range opts.Weights {
+		s.weights[name] = w
+	}
+	for rank, q := range classes {
+		s.queueRank[q.Name] = rank
+		s.bounds[rank] = int(min(q.MaxQueued, uint64(maxInt)))
+		if b, ok := opts.QueueBounds[q.Name]; ok {
+			if b < 0 {
+				return nil, ErrInvalidOptions
+			}
+			s.bounds[rank] = b
+		}
+	}
+	for class := range policy.NumCellClasses {
+		s.pooled[class] = pool.Stats(policy.CellClass(class)).Configured > 0
+		s.queues[class] = make([]fairQueue, len(classes))
+		s.skipped[class] = make([]int, len(classes))
+	}
+	s.idle.L = &s.mu
+	s.dispatcher.Add(1)
+	go s.dispatchLoop()
+	return s, nil
+}
+
+const maxInt = int(^uint(0) >> 1)
+
+// Submit takes ownership of permit with its job, in every case: on a nil
+// error the activation is queued and the scheduler will either start it
+// (Job.Run) or drop it (Job.Abandon); on an error the permit has been
+// released and job is never called. A permit that is not live is refused
+// with core.ErrPermitNotLive.
+//
+// ctx governs the activation, not the caller's wait: cancelling it while
+// queued drops the activation, cancelling it while running interrupts
+// the guest, whose goroutine still holds the reservation until the guest
+// has stopped.
+func (s *Scheduler) Submit(ctx context.Context, permit *core.AdmissionPermit, job Job) error {
+	if job == nil {
+		panic("scheduler: Submit with a nil job")
+	}
+	if !permit.Live() {
+		s.stats.refused.Inc()
+		return core.ErrPermitNotLive
+	}
+	o := permit.Obligations()
+	rank, ok := s.queueRank[o.QueueClass]
+	err := error(nil)
+	switch {
+	case !ok:
+		err = ErrUnknownQueueClass
+	case int(o.CellClass) >= policy.NumCellClasses || !s.pooled[o.CellClass]:
+		err = ErrCellClassNotPooled
+	case ctx.Err() != nil:
+		err = ErrCanceled
+	case permit.EnsureSchedulableAt(s.clock.Now()) != nil:
+		err = ErrExpired
+	}
+	if err != nil {
+		return s.refuse(permit, err)
+	}
+	// The activation's context ends at the permit's deadline, so one
+	// callback covers both queued cancellation and queued expiry, and the
+	// runner sees the same deadline.
+	runCtx, cancel := context.WithDeadlineCause(ctx, permit.Deadline(), ErrExpired)
+	it := &item{permit: permit, job: job, ctx: runCtx, cancel: cancel, tenant: permit.Tenant(), cell: o.CellClass, queue: rank}
+
+	s.mu.Lock()
+	switch {
+	case !s.accepting:
+		err = ErrClosed
+	case s.queued[rank] >= s.bounds[rank]:
+		err = ErrQueueFull
+	}
+	if err != nil {
+		s.mu.Unlock()
+		cancel()
+		return s.refuse(permit, err)
+	}
+	weight := uint64(1)
+	if w, ok := s.weights[it.tenant]; ok {
+		weight = uint64(w)
+	}
+	s.queues[it.cell][rank].push(it, weight)
+	s.queued[rank]++
+	s.waiting[it.cell]++
+	// Registered under mu so the callback cannot find the item half-queued;
+	// it runs on its own goroutine, so it cannot deadlock on mu here.
+	s.watchers.Add(1)
+	it.stopWatch = context.AfterFunc(runCtx, func() { s.dropQueued(it) })
+	s.stats.submitted.Inc() // before the dispatcher can count it started
+	s.mu.Unlock()
+
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (s *Scheduler) refuse(permit *core.AdmissionPermit, err error) error {
+	permit.Release()
+	s.stats.refused.Inc()
+	return err
+}
+
+// dropQueued is the queued-cancellation callback: it runs when the
+// activation's context ends and drops the item if it is still queued.
+func (s *Scheduler) dropQueued(it *item) {
+	defer s.watchers.Done()
+	s.mu.Lock()
+	if it.state != itemQueued {
+		s.mu.Unlock()
+		return
+	}
+	s.takeLocked(it)
+	s.mu.Unlock()
+	err := ErrCanceled
+	if errors.Is(context.Cause(it.ctx), ErrExpired) {
+		err = ErrExpired
+	}
+	s.drop(it, err)
+}
+
+// takeLocked removes a queued item without serving it. Called with mu
+// held.
+func (s *Scheduler) takeLocked(it *item) {
+	q := &s.queues[it.cell][it.queue]
+	q.remove(it)
+	s.dequeuedLocked(it, q)
+}
+
+func (s *Scheduler) dequeuedLocked(it *item, q *fairQueue) {
+	it.state = itemTaken
+	s.queued[it.queue]--
+	s.waiting[it.cell]--
+	if q.length == 0 {
+		s.skipped[it.cell][it.queue] = 0
+	}
+	s.signalIdleLocked()
+}
+
+func (s *Scheduler) signalIdleLocked() {
+	if s.executing == 0 && s.totalQueuedLocked() == 0 {
+		s.idle.Broadcast()
+	}
+}
+
+func (s *Scheduler) totalQueuedLocked() int {
+	n := 0
+	for _, q := range s.queued {
+		n += q
+	}
+	return n
+}
+
+// drop ends a taken item that will never run: the permit is released
+// before the job hears of it, so a caller woken by Abandon sees the
+// reservation already returned.
+func (s *Scheduler) drop(it *item, err error) {
+	it.permit.Release()
+	it.cancel()
+	switch err {
+	case ErrCanceled:
+		s.stats.canceled.Inc()
+	case ErrExpired:
+		s.stats.expired.Inc()
+	case ErrClosed:
+		s.stats.closed.Inc()
+	}
+	it.job.Abandon(err)
+}
+
+// unwatch unregisters the queued-cancellation callback of a taken item.
+// If the callback already started, it finds the item taken and only
+// signs off.
+func (s *Scheduler) unwatch(it *item) {
+	if it.stopWatch() {
+		s.watchers.Done()
+	}
+}
+
+// Stats copies the counters.
+func (s *Scheduler) Stats() Stats {
+	c := &s.stats
+	return Stats{Submitted: c.submitted.Value(), Refused: c.refused.Value(), Canceled: c.canceled.Value(),
+		Expired: c.expired.Value(), Closed: c.closed.Value(), Started: c.started.Value(), Orphaned: c.orphaned.Value(),
+		StartError: c.startError.Value()}
+}
+
+// Queued reports the activations waiting in queue class name.
+func (s *Scheduler) Queued(name string) int {
+	rank, ok := s.queueRank[name]
+	if !ok {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queued[rank]
+}
+
+// Executing reports the activations taken for execution and not yet
+// finished.
+func (s *Scheduler) Executing() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.executing
+}
+
+// Drain stops accepting work, lets everything queued run (or expire), and
+// waits until nothing is queued or running; then it closes the scheduler.
+// Every queued permit has a finite deadline, so Drain ends even when a
+// class has no usable cell, unless a Job.Run never returns.
+func (s *Scheduler) Drain() {
+	s.mu.Lock()
+	s.accepting = false
+	for !s.closed && (s.executing > 0 || s.totalQueuedLocked() > 0) {
+		s.idle.Wait()
+	}
+	s.mu.Unlock()
+	s.Close()
+}
+
+// Close stops accepting work, drops everything still queued with
+// ErrClosed (releasing its permits), stops the dispatcher and waits for
+// every running activation to finish. It does not interrupt running
+// activations: cancel their contexts to hurry them. It must not be called
+// from Job.Run. Close is idempotent.
+func (s *Scheduler) Close() {
+	s.mu.Lock()
+	first := !s.closed
+	var dropped []*item
+	if first {
+		s.accepting = false
+		s.closed = true
+		for class := range s.queues {
+			for rank := range s.queues[class] {
+				q := &s.queues[class][rank]
+				for q.length > 0 {
+					it := q.first.head
+					s.takeLocked(it)
+					dropped = append(dropped, it)
+				}
+			}
+		}
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
+	if first {
+		close(s.closing)
+		for _, it := range dropped {
+			s.unwatch(it)
+			s.drop(it, ErrClosed)
+		}
+	}
+	s.dispatcher.Wait()
+	s.running.Wait()
+	s.watchers.Wait()
+}
+
+// finished is called when a taken item's execution is over, whether it
+// ran or failed to start.
+func (s *Scheduler) finished() {
+	s.mu.Lock()
+	s.executing--
+	s.signalIdleLocked()
+	s.mu.Unlock()
+}
+
+// now is the clock reading the dispatcher checks deadlines against.
+func (s *Scheduler) now() time.Time { return s.clock.Now() }
+
+// noCopy makes go vet's copylocks check reject copies of the types that
+// hold it.
+type noCopy struct{}
+
+// Lock is a no-op used by go vet's copylocks check.
+func (*noCopy) Lock() {}
+
+// Unlock is a no-op used by go vet's copylocks check.
+func (*noCopy) Unlock() {}
