@@ -7,7 +7,12 @@
 //
 //	go run ./cmd/stress [-duration 10s] [-workers N] [-seed S]
 //	                    [-policy FILE] [-catalog FILE]
-//	                    [-cpuprofile FILE] [-memprofile FILE]
+//	                    [-cpuprofile FILE] [-memprofile FILE] [-pipeline]
+//
+// With -pipeline the accepted work also runs: through the fair scheduler,
+// the fixed cell pool and the runner with a synthetic backend that acts
+// out every terminal outcome, and the invariants then cover the
+// scheduler's and the pool's counters too.
 package main
 
 import (
@@ -38,6 +43,7 @@ type config struct {
 	catalog    string
 	cpuProfile string
 	memProfile string
+	pipeline   bool
 }
 
 func main() {
@@ -55,6 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.catalog, "catalog", "", "catalog file (default: the embedded one)")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the soak to FILE")
 	fs.StringVar(&cfg.memProfile, "memprofile", "", "write an allocation profile to FILE at the end")
+	fs.BoolVar(&cfg.pipeline, "pipeline", false, "soak the full pipeline: admission, scheduler, cell pool and runner")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -79,6 +86,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if cfg.pipeline {
+		return runPipeline(cfg, pol, cat, stdout)
 	}
 	s, err := newSoak(cfg, pol, cat, stdout)
 	if err != nil {

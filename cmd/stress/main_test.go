@@ -57,3 +57,18 @@ func TestHistogramQuantiles(t *testing.T) {
 		}
 	}
 }
+
+func TestShortPipelineSoakHoldsEveryInvariant(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"-pipeline", "-duration", "1200ms", "-workers", "4", "-seed", "3"}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	text := out.String()
+	for _, want := range []string{"pipeline soak:", "ran ", "ok   ledger, scheduler and pool counters back at baseline",
+		"ok   no cell ran two guests", "ok   no permit leaked"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+}
