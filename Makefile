@@ -10,7 +10,7 @@ BENCHCOUNT  ?= 6
 # Fuzz targets as package:Target; each runs for FUZZTIME in CI.
 FUZZ_TARGETS = ./policy:FuzzDecodePolicy ./policy:FuzzValidIdentifier \
 	./catalog:FuzzOpenStore ./catalog:FuzzDecodeCatalog \
-	./internal/scenario:FuzzDecodeScenario
+	./internal/scenario:FuzzDecodeScenario ./core:FuzzAdmit
 
 .PHONY: test race bench profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check ci
 

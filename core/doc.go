@@ -35,7 +35,11 @@
 //
 // Steps 1 to 12 take no lock and allocate nothing. Before step 13, a
 // lock-free pre-check rejects a request whose scope is already full
-// without touching the mutex (see atomicledger).
+// without touching the mutex (see atomicledger). It decides at the first
+// clock reading, at which steps 11 and 12 have just passed, so its answer
+// is the one step 13 would give had no time passed; a request it cannot
+// decide exactly (a possible duplicate, a commit in flight) goes on to the
+// locked path.
 //
 // # Clock reads
 //

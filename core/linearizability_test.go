@@ -14,6 +14,7 @@ import (
 
 	"latent.dev/admission/core"
 	"latent.dev/admission/internal/model"
+	"latent.dev/admission/internal/model/gen"
 	"latent.dev/admission/policy"
 )
 
@@ -75,10 +76,10 @@ func linPolicy() *policy.NodeAdmissionPolicy {
 // sample that stays fresh for the whole test.
 func linSetup(t testing.TB) (core.RevisionPolicySource, *core.NodeLoadState) {
 	t.Helper()
-	src := &tableSource{}
+	src := &gen.Source{}
 	for _, tenant := range []string{"acme", "globex"} {
-		src.entries = append(src.entries, tableEntry{rev: linRevision(tenant),
-			policy: &policy.RevisionPolicy{TrustClass: "standard", Backend: "wasm", Threading: policy.SingleThreaded, StateModel: "stateless"}})
+		src.Entries = append(src.Entries, gen.Entry{Revision: linRevision(tenant),
+			Policy: &policy.RevisionPolicy{TrustClass: "standard", Backend: "wasm", Threading: policy.SingleThreaded, StateModel: "stateless"}})
 	}
 	load := core.NewNodeLoadState()
 	if err := load.Publish(core.LoadSample{Sequence: 1, ObservedAt: linEpoch}); err != nil {

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"time"
+
 	"latent.dev/admission/internal/strictjson"
 )
 
@@ -107,6 +109,20 @@ func (v *validator) node() {
 	threshold("node.overload.memory_threshold", n.Overload.MemoryThreshold)
 	if n.Overload.MaximumObservationAge <= 0 {
 		v.problem("node.overload.maximum_observation_age_ms", "must be positive")
+	}
+	// A decoded file cannot hold a negative duration, but a policy built
+	// in code can; the feasibility arithmetic assumes none.
+	for _, d := range []struct {
+		path  string
+		value time.Duration
+	}{
+		{"node.deadline.estimated_service_time_ms", n.Deadline.EstimatedServiceTime},
+		{"node.deadline.minimum_execution_time_ms", n.Deadline.MinimumExecutionTime},
+		{"node.deadline.safety_margin_ms", n.Deadline.SafetyMargin},
+	} {
+		if d.value < 0 {
+			v.problem(d.path, "must not be negative")
+		}
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
+	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/policy"
 )
 
@@ -122,4 +124,15 @@ func TestValidateRejectsNegativeDurations(t *testing.T) {
 		{"node.budget_ceiling.wall_time_ms", "must be positive"},
 		{"node.overload.maximum_observation_age_ms", "must be positive"},
 	})
+}
+
+func TestValidateRejectsNegativeDeadlineEstimatesBuiltInCode(t *testing.T) {
+	p := decodeValid(t)
+	p.Node.Deadline.SafetyMargin = -1
+	p.Node.Deadline.EstimatedServiceTime = -time.Millisecond
+	got := strictjson.AsProblems(p.Validate())
+	want := "node.deadline.estimated_service_time_ms: must not be negative\nnode.deadline.safety_margin_ms: must not be negative"
+	if got.Error() != want {
+		t.Fatalf("got:\n%v\nwant:\n%s", got, want)
+	}
 }

@@ -113,9 +113,19 @@ func (c *Controller) admit(req *core.AdmissionRequest, now time.Time, resample f
 	if callerDeadlinePassed(req, now) { // step 11
 		return nil, deadlineExceeded()
 	}
-	if _, err := c.loadAt(now); err != nil { // step 12
+	// Step 12. A sample observed after the first reading was published
+	// after it, not from the future: on the live path it is judged at a
+	// fresh reading (AdmitAt's readings are all now).
+	judgeLoadAt := now
+	if c.load != nil {
+		if sample, ok := c.load.CurrentLoad(); ok && sample != nil && sample.ObservedAt.After(now) {
+			judgeLoadAt = resample()
+		}
+	}
+	if _, err := c.loadAt(judgeLoadAt); err != nil {
 		return nil, err
 	}
+	admittedAt := now
 	effectiveDeadline := bindDeadline(now, granted.WallTime.Value, req.Deadline)
 	r := &reservation{
 		tenant: tenant.ID, trustClass: trust.Name, queueClass: m.queueClassFor(req.Priority).Name,
@@ -155,8 +165,9 @@ func (c *Controller) admit(req *core.AdmissionRequest, now time.Time, resample f
 			revision: core.RevisionIdentity{Tenant: req.Revision.Tenant, Service: req.Revision.Service,
 				Route: req.Revision.Route, Contract: req.Revision.Contract, Function: req.Revision.Function,
 				Revision: req.Revision.Revision, Release: req.Revision.Release, Generation: req.Revision.Generation},
-			budget:   granted,
-			deadline: effectiveDeadline,
+			budget:     granted,
+			deadline:   effectiveDeadline,
+			admittedAt: admittedAt,
 			obligations: core.Obligations{
 				CellClass: class, QueueClass: r.queueClass, TrustClass: r.trustClass, Priority: req.Priority,
 				Backend: rev.Backend, Threading: rev.Threading, StateModel: rev.StateModel,

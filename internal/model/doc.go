@@ -29,7 +29,12 @@
 // mutex for step 13: read the clock again (AdmitNow only; never earlier
 // than the first reading), judge the caller deadline and the load sample
 // again, then duplicate, capacity and feasibility, and only then commit.
-// The effective deadline is bound from the first reading.
+// The effective deadline is bound from the first reading. A load sample
+// observed after the first reading was published after it, so step 12
+// judges it at a fresh reading instead of calling it future-dated. AdmitNow reads
+// the clock once before any check and once under the mutex, every time;
+// core skips the first reading for requests that steps 1 to 4 reject,
+// which no time can change, so the answers are the same.
 //
 // # Ledger
 //
@@ -62,7 +67,9 @@
 //
 // A [Permit] is a handle to a reservation record. An admission handle acts
 // while the reservation is queued; [Permit.StartExecutionAt] returns an
-// execution handle that acts while it executes. A released reservation
+// execution handle that acts while it executes. [Permit.StartExecution]
+// reads the controller's clock under the mutex, never earlier than the
+// admission's reading. A released reservation
 // is dropped from the live set and marked released, and a new admission
 // of the same key gets a new record, so a stale handle frees nothing.
 //

@@ -11,16 +11,20 @@ type Rejection struct {
 	Dimension string
 	Reason    string
 	Retryable bool
+
+	err error // built with fmt.Errorf when the rejection is made
 }
 
 // Error prints the detail in the admission.limit format.
-func (r *Rejection) Error() string {
-	return fmt.Sprintf("admission.limit: %s scope=%s dimension=%s reason=%s retryable=%t",
-		r.Code, r.Scope, r.Dimension, r.Reason, r.Retryable)
-}
+func (r *Rejection) Error() string { return r.err.Error() }
 
+// reject builds a rejection the obvious way: a fresh value and a
+// fmt.Errorf text for every refusal. This is the naive implementation's
+// error cost that the benchmarks compare core's preallocated errors with.
 func reject(code, scope, dimension, reason string, retryable bool) *Rejection {
-	return &Rejection{Code: code, Scope: scope, Dimension: dimension, Reason: reason, Retryable: retryable}
+	return &Rejection{Code: code, Scope: scope, Dimension: dimension, Reason: reason, Retryable: retryable,
+		err: fmt.Errorf("admission.limit: %s scope=%s dimension=%s reason=%s retryable=%t",
+			code, scope, dimension, reason, retryable)}
 }
 
 // Rows of SPEC.md's decision table that the model builds rejections from.

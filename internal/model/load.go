@@ -46,6 +46,24 @@ func (l *LoadState) Publish(s core.LoadSample) error {
 	return nil
 }
 
+// PublishMillis converts a sample measured in whole milliseconds and
+// publishes it. A delay that is negative or more milliseconds than a
+// time.Duration holds is rejected, failing closed like any rejection.
+func (l *LoadState) PublishMillis(s core.LoadSampleMillis) error {
+	sample := core.LoadSample{Sequence: s.Sequence, ObservedAt: time.UnixMilli(s.ObservedAtUnixMillis),
+		CPUPressure: s.CPUPressure, MemoryPressure: s.MemoryPressure}
+	for i, ms := range s.QueueDelayMillis {
+		if ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.current = nil
+			return loadSampleRejected()
+		}
+		sample.QueueDelay[i] = time.Duration(ms) * time.Millisecond
+	}
+	return l.Publish(sample)
+}
+
 // Clear withdraws the current sample; ordering against earlier samples is
 // kept.
 func (l *LoadState) Clear() {

@@ -95,11 +95,22 @@ func request(id string) *core.AdmissionRequest {
 	}
 }
 
-func wantRejection(t *testing.T, err error, want Rejection) {
+// rejection is a table row, compared field by field (the text is built
+// from the same fields).
+type rejectionRow struct {
+	Code, Scope, Dimension, Reason string
+	Retryable                      bool
+}
+
+func rejection(code, scope, dimension, reason string, retryable bool) rejectionRow {
+	return rejectionRow{code, scope, dimension, reason, retryable}
+}
+
+func wantRejection(t *testing.T, err error, want rejectionRow) {
 	t.Helper()
 	var r *Rejection
-	if !errors.As(err, &r) || *r != want {
-		t.Fatalf("got %v, want %v", err, &want)
+	if !errors.As(err, &r) || (rejectionRow{r.Code, r.Scope, r.Dimension, r.Reason, r.Retryable}) != want {
+		t.Fatalf("got %v, want %+v", err, want)
 	}
 }
 
@@ -161,48 +172,48 @@ func TestDecisionOrder(t *testing.T) {
 	cases := []struct {
 		name string
 		req  func(r *core.AdmissionRequest)
-		want Rejection
+		want rejectionRow
 	}{
 		{"metadata entries come first", func(r *core.AdmissionRequest) {
 			r.ActivationID = ""
 			r.Attributes = map[string]string{"a": "", "b": "", "c": ""}
-		}, Rejection{"invalid-argument", "request", "metadata-entries", "metadata-too-large", false}},
+		}, rejection("invalid-argument", "request", "metadata-entries", "metadata-too-large", false)},
 		{"metadata bytes count every map", func(r *core.AdmissionRequest) {
 			r.Attributes = map[string]string{"abc": "de"}
 			r.Principal.Claims = map[string]string{"fgh": "i"}
-		}, Rejection{"invalid-argument", "request", "metadata-bytes", "metadata-too-large", false}},
+		}, rejection("invalid-argument", "request", "metadata-bytes", "metadata-too-large", false)},
 		{"activation ID with a unicode space", func(r *core.AdmissionRequest) { r.ActivationID = "a\u2003b" },
-			Rejection{"invalid-argument", "request", "activation-id", "identifier-invalid", false}},
+			rejection("invalid-argument", "request", "activation-id", "identifier-invalid", false)},
 		{"activation ID not UTF-8", func(r *core.AdmissionRequest) { r.ActivationID = "a\xff" },
-			Rejection{"invalid-argument", "request", "activation-id", "identifier-invalid", false}},
+			rejection("invalid-argument", "request", "activation-id", "identifier-invalid", false)},
 		{"empty service is allowed, an invalid one is not", func(r *core.AdmissionRequest) { r.Principal.Service = "s\x00" },
-			Rejection{"invalid-argument", "principal", "service", "identifier-invalid", false}},
+			rejection("invalid-argument", "principal", "service", "identifier-invalid", false)},
 		{"release ID over the generated bound", func(r *core.AdmissionRequest) { r.Revision.Release = string(make([]byte, 84)) },
-			Rejection{"invalid-argument", "revision", "release-id", "identifier-invalid", false}},
+			rejection("invalid-argument", "revision", "release-id", "identifier-invalid", false)},
 		{"later-phase budget", func(r *core.AdmissionRequest) { r.RequestedBudget.StorageBytes = 1 },
-			Rejection{"invalid-argument", "request", "storage-bytes", "budget-dimension-unsupported", false}},
+			rejection("invalid-argument", "request", "storage-bytes", "budget-dimension-unsupported", false)},
 		{"service principal without a service", func(r *core.AdmissionRequest) { r.Principal.Kind = policy.ServicePrincipal },
-			Rejection{"permission-denied", "principal", "identity", "principal-not-authorized", false}},
+			rejection("permission-denied", "principal", "identity", "principal-not-authorized", false)},
 		{"node priority before tenant priority", func(r *core.AdmissionRequest) { r.Priority = 4 },
-			Rejection{"permission-denied", "node", "priority", "priority-not-authorized", false}},
+			rejection("permission-denied", "node", "priority", "priority-not-authorized", false)},
 		{"tenant priority", func(r *core.AdmissionRequest) { r.Priority = 3 },
-			Rejection{"permission-denied", "tenant", "priority", "priority-not-authorized", false}},
+			rejection("permission-denied", "tenant", "priority", "priority-not-authorized", false)},
 		{"forged generation", func(r *core.AdmissionRequest) { r.Revision.Generation = 2 },
-			Rejection{"admission-rejected", "revision", "revision", "revision-not-available", false}},
+			rejection("admission-rejected", "revision", "revision", "revision-not-available", false)},
 		{"zero memory", func(r *core.AdmissionRequest) { r.RequestedBudget.MemoryBytes = 0 },
-			Rejection{"admission-rejected", "request", "memory-bytes", "budget-infeasible", false}},
+			rejection("admission-rejected", "request", "memory-bytes", "budget-infeasible", false)},
 		{"negative wall time grants nothing", func(r *core.AdmissionRequest) { r.RequestedBudget.WallTime = policy.Some(-time.Second) },
-			Rejection{"admission-rejected", "request", "wall-time", "budget-infeasible", false}},
+			rejection("admission-rejected", "request", "wall-time", "budget-infeasible", false)},
 		{"no class has the memory", func(r *core.AdmissionRequest) { r.RequestedBudget.MemoryBytes = 17 },
-			Rejection{"admission-rejected", "cell-class", "memory-bytes", "no-compatible-cell", false}},
+			rejection("admission-rejected", "cell-class", "memory-bytes", "no-compatible-cell", false)},
 		{"tenant payload at the bound is fine, over it is not", func(r *core.AdmissionRequest) { r.PayloadBytes = 6 },
-			Rejection{"resource-exhausted", "tenant", "payload-bytes", "payload-too-large", false}},
+			rejection("resource-exhausted", "tenant", "payload-bytes", "payload-too-large", false)},
 		{"node payload", func(r *core.AdmissionRequest) { r.PayloadBytes = 11 },
-			Rejection{"resource-exhausted", "node", "payload-bytes", "payload-too-large", false}},
+			rejection("resource-exhausted", "node", "payload-bytes", "payload-too-large", false)},
 		{"deadline at now", func(r *core.AdmissionRequest) { r.Deadline = policy.Some(at(0).UnixMilli()) },
-			Rejection{"deadline-exceeded", "request", "deadline", "deadline-exceeded", false}},
+			rejection("deadline-exceeded", "request", "deadline", "deadline-exceeded", false)},
 		{"remaining equal to required is infeasible", func(r *core.AdmissionRequest) { r.RequestedBudget.WallTime = policy.Some(30 * time.Millisecond) },
-			Rejection{"admission-rejected", "cell-class", "queue-delay", "queue-deadline-infeasible", false}},
+			rejection("admission-rejected", "cell-class", "queue-delay", "queue-deadline-infeasible", false)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -230,12 +241,12 @@ func TestCapacity(t *testing.T) {
 			}
 		}
 		_, err := f.ctl.AdmitAt(request("c"), at(0))
-		wantRejection(t, err, Rejection{"resource-exhausted", "trust-class", "cpu-fuel", "capacity-exhausted", true})
+		wantRejection(t, err, rejection("resource-exhausted", "trust-class", "cpu-fuel", "capacity-exhausted", true))
 	})
 	t.Run("more than the whole limit is permanent", func(t *testing.T) {
 		f := newFixture(t, func(p *policy.NodeAdmissionPolicy) { p.Tenants[0].Limits.MaxReservedMemoryBytes = 2 })
 		_, err := f.ctl.AdmitAt(request("a"), at(0))
-		wantRejection(t, err, Rejection{"resource-exhausted", "tenant", "memory-bytes", "capacity-exhausted", false})
+		wantRejection(t, err, rejection("resource-exhausted", "tenant", "memory-bytes", "capacity-exhausted", false))
 	})
 	t.Run("node before tenant, live before queued", func(t *testing.T) {
 		f := newFixture(t, func(p *policy.NodeAdmissionPolicy) {
@@ -246,7 +257,7 @@ func TestCapacity(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := f.ctl.AdmitAt(request("b"), at(0))
-		wantRejection(t, err, Rejection{"resource-exhausted", "node", "queued-reservations", "capacity-exhausted", true})
+		wantRejection(t, err, rejection("resource-exhausted", "node", "queued-reservations", "capacity-exhausted", true))
 	})
 	t.Run("queue class after the scopes; starting frees its slot", func(t *testing.T) {
 		f := newFixture(t, func(p *policy.NodeAdmissionPolicy) { p.QueueClasses[0].MaxQueued = 1 })
@@ -255,7 +266,7 @@ func TestCapacity(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = f.ctl.AdmitAt(request("b"), at(0))
-		wantRejection(t, err, Rejection{"resource-exhausted", "queue-class", "queued-reservations", "capacity-exhausted", true})
+		wantRejection(t, err, rejection("resource-exhausted", "queue-class", "queued-reservations", "capacity-exhausted", true))
 		if _, err := p.StartExecutionAt(at(1)); err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +280,7 @@ func TestCapacity(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := f.ctl.AdmitAt(request("a"), at(0))
-		wantRejection(t, err, Rejection{"already-exists", "request", "activation-id", "activation-id-unavailable", false})
+		wantRejection(t, err, rejection("already-exists", "request", "activation-id", "activation-id-unavailable", false))
 	})
 }
 
@@ -286,7 +297,7 @@ func TestFeasibility(t *testing.T) {
 		req := request("b")
 		req.RequestedBudget.WallTime = policy.Some(130 * time.Millisecond) // required = 100 + 20 + 10
 		_, err = f.ctl.AdmitAt(req, at(0))
-		wantRejection(t, err, Rejection{"admission-rejected", "cell-class", "queue-delay", "queue-deadline-infeasible", true})
+		wantRejection(t, err, rejection("admission-rejected", "cell-class", "queue-delay", "queue-deadline-infeasible", true))
 		req.RequestedBudget.WallTime = policy.Some(130*time.Millisecond + 1)
 		if _, err := f.ctl.AdmitAt(req, at(0)); err != nil {
 			t.Fatal(err)
@@ -302,7 +313,7 @@ func TestFeasibility(t *testing.T) {
 		req := request("a")
 		req.RequestedBudget.WallTime = policy.Some(230 * time.Millisecond)
 		_, err := f.ctl.AdmitAt(req, at(0))
-		wantRejection(t, err, Rejection{"admission-rejected", "cell-class", "queue-delay", "queue-deadline-infeasible", true})
+		wantRejection(t, err, rejection("admission-rejected", "cell-class", "queue-delay", "queue-deadline-infeasible", true))
 	})
 	t.Run("overflow rejects, not retryable", func(t *testing.T) {
 		f := newFixture(t, func(p *policy.NodeAdmissionPolicy) { p.Node.Deadline.EstimatedServiceTime = math.MaxInt64 })
@@ -310,7 +321,7 @@ func TestFeasibility(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := f.ctl.AdmitAt(request("b"), at(0))
-		wantRejection(t, err, Rejection{"admission-rejected", "cell-class", "queue-delay", "queue-deadline-infeasible", false})
+		wantRejection(t, err, rejection("admission-rejected", "cell-class", "queue-delay", "queue-deadline-infeasible", false))
 	})
 }
 
@@ -328,7 +339,7 @@ func TestPermits(t *testing.T) {
 		if s := f.model.NodeSnapshot(); s.Live != 1 || s.Queued != 0 {
 			t.Fatalf("after start %+v", s)
 		}
-		wantRejection(t, p.EnsureSchedulableAt(at(1)), Rejection{"failed-precondition", "permit", "permit", "permit-not-live", false})
+		wantRejection(t, p.EnsureSchedulableAt(at(1)), rejection("failed-precondition", "permit", "permit", "permit-not-live", false))
 		if _, err := e.StartExecutionAt(at(1)); err == nil {
 			t.Fatal("an execution handle started")
 		}
@@ -345,9 +356,9 @@ func TestPermits(t *testing.T) {
 	t.Run("start at the deadline releases", func(t *testing.T) {
 		f := newFixture(t, nil)
 		p, _ := f.ctl.AdmitAt(request("a"), at(0))
-		wantRejection(t, p.EnsureSchedulableAt(at(1000)), Rejection{"deadline-exceeded", "permit", "deadline", "deadline-exceeded", false})
+		wantRejection(t, p.EnsureSchedulableAt(at(1000)), rejection("deadline-exceeded", "permit", "deadline", "deadline-exceeded", false))
 		_, err := p.StartExecutionAt(at(1000))
-		wantRejection(t, err, Rejection{"deadline-exceeded", "permit", "deadline", "deadline-exceeded", false})
+		wantRejection(t, err, rejection("deadline-exceeded", "permit", "deadline", "deadline-exceeded", false))
 		if f.model.LiveReservations() != 0 || p.Release() {
 			t.Fatal("a failed start kept the reservation")
 		}
@@ -380,8 +391,8 @@ func TestPermits(t *testing.T) {
 }
 
 func TestLoad(t *testing.T) {
-	unavailable := Rejection{"unavailable", "load", "load-sample", "load-unavailable", true}
-	rejected := Rejection{"invalid-argument", "load", "load-sample", "load-sample-rejected", false}
+	unavailable := rejection("unavailable", "load", "load-sample", "load-unavailable", true)
+	rejected := rejection("invalid-argument", "load", "load-sample", "load-sample-rejected", false)
 	f := newFixture(t, nil)
 	wantRejection(t, f.load.Publish(core.LoadSample{Sequence: 2, ObservedAt: epoch, CPUPressure: math.NaN()}), rejected)
 	_, err := f.ctl.AdmitAt(request("a"), at(0))
@@ -394,7 +405,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = f.ctl.AdmitAt(request("a"), at(10))
-	wantRejection(t, err, Rejection{"resource-exhausted", "node", "memory-pressure", "node-overloaded", true})
+	wantRejection(t, err, rejection("resource-exhausted", "node", "memory-pressure", "node-overloaded", true))
 	if err := f.load.Publish(core.LoadSample{Sequence: 4, ObservedAt: at(10)}); err != nil {
 		t.Fatal(err)
 	}
@@ -457,11 +468,45 @@ func TestWithPolicySourceSharesTheLedger(t *testing.T) {
 	f := newFixture(t, nil)
 	none := f.ctl.WithPolicySource(nil)
 	_, err := none.AdmitAt(request("a"), at(0))
-	wantRejection(t, err, Rejection{"admission-rejected", "revision", "revision", "revision-not-available", false})
+	wantRejection(t, err, rejection("admission-rejected", "revision", "revision", "revision-not-available", false))
 	if _, err := f.ctl.AdmitAt(request("a"), at(0)); err != nil {
 		t.Fatal(err)
 	}
 	if none.Model() != f.model || none.Model().LiveReservations() != 1 {
 		t.Fatal("controllers do not share the ledger")
+	}
+}
+
+// steppingClock reads first once, then later.
+type steppingClock struct {
+	mu           sync.Mutex
+	first, later time.Time
+	read         bool
+}
+
+func (c *steppingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.read {
+		return c.later
+	}
+	c.read = true
+	return c.first
+}
+
+func TestSamplePublishedAfterTheFirstReadingIsNotFutureDated(t *testing.T) {
+	f := newFixture(t, nil)
+	load := &LoadState{}
+	if err := load.Publish(core.LoadSample{Sequence: 1, ObservedAt: at(5)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.model.Controller(f.ctl.source, load, nil).AdmitAt(request("a"), at(0))
+	wantRejection(t, err, rejection("unavailable", "load", "load-sample", "load-unavailable", true))
+	p, err := f.model.Controller(f.ctl.source, load, &steppingClock{first: at(0), later: at(10)}).AdmitNow(request("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Deadline().Equal(at(1000)) {
+		t.Fatalf("deadline %v, want bound to the first reading", p.Deadline())
 	}
 }

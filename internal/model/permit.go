@@ -28,6 +28,7 @@ type grant struct {
 	revision     core.RevisionIdentity
 	budget       policy.Budget
 	deadline     time.Time
+	admittedAt   time.Time // the reading the deadline was bound to
 	obligations  core.Obligations
 }
 
@@ -56,9 +57,15 @@ func (p *Permit) EnsureSchedulableAt(now time.Time) error {
 }
 
 // StartExecution is StartExecutionAt at the controller's clock, read under
-// the mutex.
+// the mutex and never earlier than the admission's reading.
 func (p *Permit) StartExecution() (*Permit, error) {
-	return p.start(func() time.Time { return p.clock.Now() })
+	return p.start(func() time.Time {
+		now := p.clock.Now()
+		if now.Before(p.grant.admittedAt) {
+			return p.grant.admittedAt
+		}
+		return now
+	})
 }
 
 // StartExecutionAt consumes a live admission handle: at or after the

@@ -24,7 +24,7 @@ type Step struct {
 	At     time.Duration // after the epoch
 	Expect *strictjson.Value
 
-	Sample           core.LoadSampleMillis // load; ObservedAtUnixMillis is relative to the epoch here
+	Sample core.LoadSampleMillis // load; ObservedAtUnixMillis is relative to the epoch here
 
 	Permit     string // admit, schedulable, start, release
 	Request    Request
