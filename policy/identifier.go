@@ -13,21 +13,39 @@ const MinimumGeneratedIdentifierBytes = 83
 // at most maxBytes bytes, valid UTF-8, and free of white space and control
 // characters in Unicode's sense (unicode.IsSpace, unicode.IsControl).
 func ValidIdentifier(s string, maxBytes uint32) bool {
-	if len(s) == 0 || uint64(len(s)) > uint64(maxBytes) {
+	n := len(s)
+	if n == 0 || uint64(n) > uint64(maxBytes) {
 		return false
 	}
-	// Eight bytes at a time while they are all printable ASCII other than
-	// space and DEL, which is what nearly every identifier is made of.
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		b := s[i : i+8]
-		w := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
-		if !plainASCII(w) {
-			break
+	// Nearly every identifier is printable ASCII other than space and DEL;
+	// that is checked eight bytes at a time, and only a word that fails
+	// sends the identifier down the byte-by-byte path.
+	if n < 8 {
+		w := uint64(0x6161616161616161) // 'a' fills the unused bytes
+		for i := 0; i < n; i++ {
+			w = w&^(0xff<<(8*i)) | uint64(s[i])<<(8*i)
+		}
+		return plainASCII(w) || validSlow(s)
+	}
+	for i := 0; i+8 <= n; i += 8 {
+		if !plainASCII(word(s[i : i+8])) {
+			return validSlow(s)
 		}
 	}
-	for ; i < len(s); i++ {
+	// The last, overlapping, word covers the tail.
+	return plainASCII(word(s[n-8:])) || validSlow(s)
+}
+
+// word reads eight bytes as a little-endian word (one load once compiled).
+func word(b string) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// validSlow checks byte by byte, decoding runes once past ASCII.
+func validSlow(s string) bool {
+	for i := 0; i < len(s); i++ {
 		b := s[i]
 		if b <= ' ' || b == 0x7f {
 			return false
