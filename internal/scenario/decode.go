@@ -80,11 +80,10 @@ func Decode(data []byte) (*Scenario, error) {
 		s.Catalog = catalog.DecodeCatalogValue(d, v, false)
 	}
 	var last time.Duration
-	for i, sv := range root.Array("steps") {
+	for _, sv := range root.Array("steps") {
 		st := decodeStep(d, sv, last)
 		last = st.At
 		s.Steps = append(s.Steps, st)
-		_ = i
 	}
 	root.Done()
 	if err := d.Err(); err != nil {
