@@ -14,17 +14,9 @@ type deployment struct {
 	tenant     string
 	service    string
 	generation uint64
-	routes     []route                     // file order: the store keeps it
-	routeIndex map[string]int              // route name -> index in routes
-	revisions  map[routeRevision]*revision // the admission-time index
+	routes     []route        // file order: the store keeps it
+	routeIndex map[string]int // route name -> index in routes
 	usage      Usage
-}
-
-// routeRevision keys the admission-time index; built from a
-// ResolvedRevision's fields without allocating.
-type routeRevision struct {
-	route    string
-	revision string
 }
 
 type route struct {
@@ -45,7 +37,6 @@ func (r *route) totalWeight() uint64 {
 // revision is one revision's small retained record: its identities, its
 // release metadata, its weight and its typed policy, never the artifact.
 type revision struct {
-	route      *route
 	id         string
 	releaseID  string
 	spec       Revision // normalized; &spec.Policy is what admission is handed
@@ -68,7 +59,6 @@ func compileDeployment(d *Deployment, generation uint64) (*deployment, error) {
 		generation: generation,
 		routes:     make([]route, len(d.Routes)),
 		routeIndex: make(map[string]int, len(d.Routes)),
-		revisions:  make(map[routeRevision]*revision),
 	}
 	for i := range d.Routes {
 		src := &d.Routes[i]
@@ -87,7 +77,6 @@ func compileDeployment(d *Deployment, generation uint64) (*deployment, error) {
 			releaseID := ReleaseID(n.Release)
 			rev := &rt.revisions[j]
 			*rev = revision{
-				route:      rt,
 				id:         revisionID(d.Tenant, d.Service, src, releaseID, &n),
 				releaseID:  releaseID,
 				spec:       n,
@@ -95,7 +84,6 @@ func compileDeployment(d *Deployment, generation uint64) (*deployment, error) {
 			}
 			total += n.Weight // validation ruled out overflow
 			rt.cumulative[j] = total
-			dep.revisions[routeRevision{rt.name, rev.id}] = rev
 			dep.usage.Revisions++
 			dep.usage.PolicyBytes += rev.recordSize
 		}

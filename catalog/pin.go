@@ -107,11 +107,26 @@ func (p *Pin) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionPoli
 	if !ok || dep.generation != rev.Generation {
 		return nil, false
 	}
-	r, ok := dep.revisions[routeRevision{rev.Route, rev.Revision}]
-	if !ok || r.route.contract != rev.Contract || r.route.function != rev.Function || r.releaseID != rev.Release {
+	// The route by its short name, then the revision by comparing IDs
+	// within it: a route holds a handful of revisions with distinct IDs,
+	// and comparing a 68-byte ID costs less than hashing it.
+	i, ok := dep.routeIndex[rev.Route]
+	if !ok {
 		return nil, false
 	}
-	return &r.spec.Policy, true
+	rt := &dep.routes[i]
+	if rt.contract != rev.Contract || rt.function != rev.Function {
+		return nil, false
+	}
+	for j := range rt.revisions {
+		if r := &rt.revisions[j]; r.id == rev.Revision {
+			if r.releaseID != rev.Release {
+				return nil, false
+			}
+			return &r.spec.Policy, true
+		}
+	}
+	return nil, false
 }
 
 // RoutingHash is the stable 64-bit hash that places a routing key on a

@@ -18,22 +18,22 @@ func ValidIdentifier(s string, maxBytes uint32) bool {
 		return false
 	}
 	// Nearly every identifier is printable ASCII other than space and DEL;
-	// that is checked eight bytes at a time, and only a word that fails
-	// sends the identifier down the byte-by-byte path.
+	// that is checked eight bytes at a time, without a branch per word,
+	// and only an identifier with a suspicious byte goes byte by byte.
 	if n < 8 {
 		w := uint64(0x6161616161616161) // 'a' fills the unused bytes
 		for i := 0; i < n; i++ {
 			w = w&^(0xff<<(8*i)) | uint64(s[i])<<(8*i)
 		}
-		return plainASCII(w) || validSlow(s)
+		return suspicious(w) == 0 || validSlow(s)
 	}
+	var bad uint64
 	for i := 0; i+8 <= n; i += 8 {
-		if !plainASCII(word(s[i : i+8])) {
-			return validSlow(s)
-		}
+		bad |= suspicious(word(s[i : i+8]))
 	}
 	// The last, overlapping, word covers the tail.
-	return plainASCII(word(s[n-8:])) || validSlow(s)
+	bad |= suspicious(word(s[n-8:]))
+	return bad == 0 || validSlow(s)
 }
 
 // word reads eight bytes as a little-endian word (one load once compiled).
@@ -62,18 +62,14 @@ const (
 	high = 0x8080808080808080
 )
 
-// plainASCII reports whether all eight bytes of w lie in 0x21..0x7e: none
-// has its high bit set, none is below 0x21, and none equals 0x7f. Each
-// test is the classic SWAR "has a byte less than n" (exact for n <= 128,
-// and only asked once the high bits are known clear).
-func plainASCII(w uint64) bool {
-	if w&high != 0 {
-		return false
-	}
-	below := (w - ones*0x21) & ^w & high
+// suspicious is zero exactly when all eight bytes of w lie in 0x21..0x7e.
+// Otherwise it has a high bit set for some byte that is not ASCII, is
+// below 0x21 or is 0x7f (the classic SWAR "has a byte less than n" and
+// "has a zero byte" tests); its positions may be off once a high bit is
+// set, which only matters to the slow path it triggers.
+func suspicious(w uint64) uint64 {
 	del := w ^ (ones * 0x7f)
-	isDel := (del - ones) & ^del & high
-	return below|isDel == 0
+	return (w | (w-ones*0x21) & ^w | (del-ones) & ^del) & high
 }
 
 func validRunes(s string) bool {
