@@ -13,14 +13,7 @@ func TestRejectionsAllocateNothing(t *testing.T) {
 			continue
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tc.policy)
-			if tc.setup != nil {
-				tc.setup(t, f)
-			}
-			req := request("alloc")
-			if tc.req != nil {
-				tc.req(req)
-			}
+			f, req := tc.prepare(t, "alloc")
 			now := at(tc.atMs)
 			if n := testing.AllocsPerRun(100, func() { _, _ = f.ctl.AdmitAt(req, now) }); n != 0 {
 				t.Fatalf("rejection allocates %v objects", n)

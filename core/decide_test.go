@@ -33,6 +33,20 @@ type decideCase struct {
 	want   row
 }
 
+// prepare builds the case's fixture and request.
+func (tc decideCase) prepare(t *testing.T, id string) (*fixture, *AdmissionRequest) {
+	t.Helper()
+	f := newFixture(t, tc.policy)
+	if tc.setup != nil {
+		tc.setup(t, f)
+	}
+	req := request(id)
+	if tc.req != nil {
+		tc.req(req)
+	}
+	return f, req
+}
+
 // addRevision deploys a variant of the resize revision under another route.
 func addRevision(route string, mutate func(*policy.RevisionPolicy)) func(t *testing.T, f *fixture) {
 	return func(t *testing.T, f *fixture) {
@@ -299,15 +313,8 @@ func unavailable() row {
 func TestDecisionTable(t *testing.T) {
 	for _, tc := range decideCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tc.policy)
-			if tc.setup != nil {
-				tc.setup(t, f)
-			}
+			f, req := tc.prepare(t, "act-1")
 			before := f.provider.NodeSnapshot()
-			req := request("act-1")
-			if tc.req != nil {
-				tc.req(req)
-			}
 			p, err := f.ctl.AdmitAt(req, at(tc.atMs))
 			if tc.want == accepted {
 				if err != nil {
@@ -349,14 +356,7 @@ func TestRejectionsAreSanitized(t *testing.T) {
 			continue
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tc.policy)
-			if tc.setup != nil {
-				tc.setup(t, f)
-			}
-			req := request("secret-activation-7731")
-			if tc.req != nil {
-				tc.req(req)
-			}
+			f, req := tc.prepare(t, "secret-activation-7731")
 			req.Attributes = mergeSecret(req.Attributes)
 			_, err := f.ctl.AdmitAt(req, at(tc.atMs))
 			e, ok := err.(*Error)

@@ -196,14 +196,7 @@ func TestRejectionsNeverTakeTheMutex(t *testing.T) {
 			continue // feasibility is decided under the mutex by design
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tc.policy)
-			if tc.setup != nil {
-				tc.setup(t, f)
-			}
-			req := request("locked")
-			if tc.req != nil {
-				tc.req(req)
-			}
+			f, req := tc.prepare(t, "locked")
 			expectUnlocked(t, f, req, at(tc.atMs))
 		})
 	}
