@@ -99,52 +99,39 @@ func newEnv(b testing.TB, tenantLimit uint64, cpu float64) *env {
 	ledger := e.ledger.Controller(e.pin, e.load, nil)
 	naive := e.naive.Controller(e.pin, e.load, nil)
 	e.impls = []impl{
-		{
-			name: "ledger",
-			admit: func(req *core.AdmissionRequest) (permit, error) {
-				p, err := ledger.AdmitNow(req)
-				if err != nil {
-					return nil, err
-				}
-				return p, nil
-			},
-			cycle: func(req *core.AdmissionRequest) error {
-				p, err := ledger.AdmitNow(req)
-				if err != nil {
-					return err
-				}
-				x, err := p.StartExecution()
-				if err != nil {
-					return err
-				}
-				x.Release()
-				return nil
-			},
-		},
-		{
-			name: "naive",
-			admit: func(req *core.AdmissionRequest) (permit, error) {
-				p, err := naive.AdmitNow(req)
-				if err != nil {
-					return nil, err
-				}
-				return p, nil
-			},
-			cycle: func(req *core.AdmissionRequest) error {
-				p, err := naive.AdmitNow(req)
-				if err != nil {
-					return err
-				}
-				x, err := p.StartExecution()
-				if err != nil {
-					return err
-				}
-				x.Release()
-				return nil
-			},
-		},
+		implOf[*core.AdmissionPermit, *core.ExecutionPermit]("ledger", ledger.AdmitNow),
+		implOf[*model.Permit, *model.Permit]("naive", naive.AdmitNow),
 	}
 	return e
+}
+
+// implOf wraps an implementation's AdmitNow, whatever its permit types.
+func implOf[P interface {
+	Release() bool
+	StartExecution() (X, error)
+}, X interface{ Release() bool }](name string, admitNow func(*core.AdmissionRequest) (P, error)) impl {
+	return impl{
+		name: name,
+		admit: func(req *core.AdmissionRequest) (permit, error) {
+			p, err := admitNow(req)
+			if err != nil {
+				return nil, err
+			}
+			return p, nil
+		},
+		cycle: func(req *core.AdmissionRequest) error {
+			p, err := admitNow(req)
+			if err != nil {
+				return err
+			}
+			x, err := p.StartExecution()
+			if err != nil {
+				return err
+			}
+			x.Release()
+			return nil
+		},
+	}
 }
 
 // request resolves target through the pin, as an adapter would.
