@@ -21,11 +21,11 @@ func ValidIdentifier(s string, maxBytes uint32) bool {
 	// that is checked eight bytes at a time, without a branch per word,
 	// and only an identifier with a suspicious byte goes byte by byte.
 	if n < 8 {
-		w := uint64(0x6161616161616161) // 'a' fills the unused bytes
+		var bad uint8
 		for i := 0; i < n; i++ {
-			w = w&^(0xff<<(8*i)) | uint64(s[i])<<(8*i)
+			bad |= notPlain[s[i]]
 		}
-		return suspicious(w) == 0 || validSlow(s)
+		return bad == 0 || validSlow(s)
 	}
 	var bad uint64
 	for i := 0; i+8 <= n; i += 8 {
@@ -35,6 +35,17 @@ func ValidIdentifier(s string, maxBytes uint32) bool {
 	bad |= suspicious(word(s[n-8:]))
 	return bad == 0 || validSlow(s)
 }
+
+// notPlain marks the bytes that are not printable ASCII other than space
+// and DEL: control bytes, space, DEL, and every byte of a multi-byte rune.
+var notPlain = func() (t [256]uint8) {
+	for b := range t {
+		if b <= ' ' || b >= 0x7f {
+			t[b] = 1
+		}
+	}
+	return t
+}()
 
 // word reads eight bytes as a little-endian word (one load once compiled).
 func word(b string) uint64 {
