@@ -62,7 +62,7 @@ profile:
 	$(GO) run ./profiles/top profiles/out/cycle.cpu.prof profiles/out/cycle.mem.prof profiles/out/flood.cpu.prof profiles/out/flood.mem.prof
 
 stress:
-	$(GO) run ./cmd/stress
+	$(GO) run ./cmd/stress $(STRESS_FLAGS)
 
 stress-100k:
 	$(GO) test -run 'TestRejectedTargetsKeepResourcesFlat100k$$' -count=1 -v ./linuxtest -args -stress-100k
