@@ -36,6 +36,9 @@ func (c *AdmissionController) Provider() *LocalQuotaProvider { return c.provider
 // decision uses the second reading. A request rejected by steps 1 to 4
 // never pays for a clock read.
 func (c *AdmissionController) AdmitNow(req *AdmissionRequest) (*AdmissionPermit, error) {
+	if req == nil {
+		panic("core: AdmitNow with a nil request")
+	}
 	var d decision
 	if err := c.checkRequest(req, &d); err != nil {
 		c.provider.metrics.reject(err)
@@ -48,6 +51,9 @@ func (c *AdmissionController) AdmitNow(req *AdmissionRequest) (*AdmissionPermit,
 // is the trusted deterministic seam for replay and tests; never expose it
 // to a caller.
 func (c *AdmissionController) AdmitAt(req *AdmissionRequest, now time.Time) (*AdmissionPermit, error) {
+	if req == nil {
+		panic("core: AdmitAt with a nil request")
+	}
 	var d decision
 	if err := c.checkRequest(req, &d); err != nil {
 		c.provider.metrics.reject(err)

@@ -307,3 +307,20 @@ func TestMetricsCountAdmissionsAndRejections(t *testing.T) {
 	}
 	p.Release()
 }
+
+func TestNilRequestIsMisuse(t *testing.T) {
+	f := newFixture(t, nil)
+	for name, call := range map[string]func(){
+		"AdmitNow": func() { _, _ = f.ctl.AdmitNow(nil) },
+		"AdmitAt":  func() { _, _ = f.ctl.AdmitAt(nil, epoch) },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != "core: "+name+" with a nil request" {
+					t.Errorf("%s: recovered %v", name, r)
+				}
+			}()
+			call()
+		}()
+	}
+}
