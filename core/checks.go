@@ -87,14 +87,7 @@ func (c *AdmissionController) checkRequirements(rev *policy.RevisionPolicy) (pol
 	if !pr.policy.SupportsStateModel(rev.StateModel) {
 		return 0, errStateModel
 	}
-	threadingOffered := false
-	for i := range pr.cells {
-		if pr.cells[i].Configured && pr.cells[i].Threading.Has(rev.Threading) {
-			threadingOffered = true
-			break
-		}
-	}
-	if !threadingOffered {
+	if !pr.threading.Has(rev.Threading) {
 		return 0, errThreading
 	}
 	var features policy.FeatureSet

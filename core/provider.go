@@ -17,8 +17,10 @@ type LocalQuotaProvider struct {
 	trust   []policy.TrustClassSettings
 	queues  []policy.QueueClassSettings
 	cells   [policy.NumCellClasses]policy.CellClassSettings
-	ledger  *atomicledger.Ledger
-	metrics *metrics
+	// threading is every model some configured cell class supports.
+	threading policy.ThreadingSet
+	ledger    *atomicledger.Ledger
+	metrics   *metrics
 }
 
 // NewLocalQuotaProvider validates and compiles p, then allocates the
@@ -54,6 +56,9 @@ func NewLocalQuotaProviderCompiled(c *policy.Compiled) *LocalQuotaProvider {
 	}
 	for i := range pr.cells {
 		pr.cells[i] = c.CellClass(policy.CellClass(i))
+		if pr.cells[i].Configured {
+			pr.threading |= pr.cells[i].Threading
+		}
 	}
 	return pr
 }
