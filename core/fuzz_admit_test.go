@@ -470,16 +470,7 @@ func (fz *fuzzRun) checkInvariants(t *testing.T) {
 // finish releases every permit, in both implementations, and checks that
 // every scope is back to zero.
 func (fz *fuzzRun) finish(t *testing.T) {
-	for _, ep := range fz.executions {
-		if c, m := ep.core.Release(), ep.model.Release(); c != m {
-			t.Fatalf("final execution release: core %v, model %v", c, m)
-		}
-	}
-	for _, pp := range fz.permits {
-		if c, m := pp.core.Release(), pp.model.Release(); c != m {
-			t.Fatalf("final release: core %v, model %v", c, m)
-		}
-	}
+	releaseBoth(t, fz.permits, fz.executions)
 	fz.checkInvariants(t)
 	if s := fz.provider.NodeSnapshot(); s.Live != 0 || s.Queued != 0 || s.CPUFuel != 0 || s.MemoryBytes != 0 {
 		t.Fatalf("the node is not back to zero: %+v", s)

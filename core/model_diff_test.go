@@ -437,18 +437,24 @@ func (m *diffMachine) check(t *rapid.T) {
 	}
 }
 
+// releaseBoth releases every execution and then every admission permit in
+// both implementations, which must agree on whether each returned anything.
+func releaseBoth(t interface{ Fatalf(string, ...any) }, permits []permitPair, executions []executionPair) {
+	for _, ep := range executions {
+		if c, m := ep.core.Release(), ep.model.Release(); c != m {
+			t.Fatalf("final execution release: core %v, model %v", c, m)
+		}
+	}
+	for _, pp := range permits {
+		if c, m := pp.core.Release(), pp.model.Release(); c != m {
+			t.Fatalf("final release: core %v, model %v", c, m)
+		}
+	}
+}
+
 // finish releases everything still held and checks both ledgers are empty.
 func (m *diffMachine) finish(t *rapid.T) {
-	for _, ep := range m.executions {
-		if c, mo := ep.core.Release(), ep.model.Release(); c != mo {
-			t.Fatalf("final execution release: core %v, model %v", c, mo)
-		}
-	}
-	for _, pp := range m.permits {
-		if c, mo := pp.core.Release(), pp.model.Release(); c != mo {
-			t.Fatalf("final release: core %v, model %v", c, mo)
-		}
-	}
+	releaseBoth(t, m.permits, m.executions)
 	m.check(t)
 	if s := m.provider.NodeSnapshot(); s.Live != 0 || s.Queued != 0 || s.CPUFuel != 0 || s.MemoryBytes != 0 {
 		t.Fatalf("node not back to zero: %+v", s)

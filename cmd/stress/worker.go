@@ -10,17 +10,40 @@ import (
 	"latent.dev/admission/policy"
 )
 
-// The request mix, in percent; the rest are valid.
+// requestKind is one kind of request in the soak's mix.
+type requestKind int
+
 const (
-	mixUnauthorized  = 8
-	mixOversized     = 6
-	mixInfeasible    = 6
-	mixDuplicate     = 5
-	mixUnknownTarget = 8
-	mixBadIdentifier = 4
-	mixForged        = 4
-	mixStalePin      = 4
+	valid requestKind = iota
+	unauthorized
+	oversized
+	infeasible
+	duplicate
+	unknownTarget
+	badIdentifier
+	forged
+	stalePin
 )
+
+// mix is each invalid kind's share in percent; the rest are valid.
+var mix = [...]struct {
+	kind    requestKind
+	percent int
+}{
+	{unauthorized, 8}, {oversized, 6}, {infeasible, 6}, {duplicate, 5},
+	{unknownTarget, 8}, {badIdentifier, 4}, {forged, 4}, {stalePin, 4},
+}
+
+func (w *worker) pickKind() requestKind {
+	roll := w.rng.IntN(100)
+	for _, m := range mix {
+		if roll < m.percent {
+			return m.kind
+		}
+		roll -= m.percent
+	}
+	return valid
+}
 
 // holdSlots is how many permits a worker keeps at once, so that scopes
 // fill up and capacity rejections happen.
@@ -70,26 +93,26 @@ func (w *worker) once() {
 	}
 	target, key := t.target, strconv.FormatUint(w.rng.Uint64(), 36)
 	resolvePin := pin
-	roll := w.rng.IntN(100)
-	switch {
-	case roll < mixUnauthorized:
+	kind := w.pickKind()
+	switch kind {
+	case unauthorized:
 		req.Principal.Subject = "intruder-" + strconv.Itoa(w.rng.IntN(1000))
-	case roll < mixUnauthorized+mixOversized:
+	case oversized:
 		req.PayloadBytes = t.payload + 1 + w.rng.Uint64N(1000)
-	case roll < mixUnauthorized+mixOversized+mixInfeasible:
+	case infeasible:
 		req.RequestedBudget.WallTime = policy.Some(time.Duration(w.rng.IntN(30)) * time.Millisecond)
-	case roll < mixUnauthorized+mixOversized+mixInfeasible+mixDuplicate:
+	case duplicate:
 		if len(w.holding) > 0 {
 			req.ActivationID = w.holding[w.rng.IntN(len(w.holding))].admission.ActivationID()
 		}
-	case roll < mixUnauthorized+mixOversized+mixInfeasible+mixDuplicate+mixUnknownTarget:
+	case unknownTarget:
 		// A distinct unknown service every time: nothing may grow with it.
 		target = catalog.Target{Tenant: t.target.Tenant, Service: "svc-" + strconv.FormatUint(w.rng.Uint64(), 36), Route: t.target.Route}
-	case roll < mixUnauthorized+mixOversized+mixInfeasible+mixDuplicate+mixUnknownTarget+mixBadIdentifier:
+	case badIdentifier:
 		req.ActivationID = "bad id " + req.ActivationID
-	case roll < mixUnauthorized+mixOversized+mixInfeasible+mixDuplicate+mixUnknownTarget+mixBadIdentifier+mixForged:
+	case forged:
 		// forged after resolution, below
-	case roll < mixUnauthorized+mixOversized+mixInfeasible+mixDuplicate+mixUnknownTarget+mixBadIdentifier+mixForged+mixStalePin:
+	case stalePin:
 		// Resolve through an old pin but admit through the newest: a
 		// replaced deployment's generation no longer verifies.
 		resolvePin = pins[len(pins)-1]
@@ -107,8 +130,7 @@ func (w *worker) once() {
 		return
 	}
 	req.Revision = *rev
-	if roll >= mixUnauthorized+mixOversized+mixInfeasible+mixDuplicate+mixUnknownTarget+mixBadIdentifier &&
-		roll < mixUnauthorized+mixOversized+mixInfeasible+mixDuplicate+mixUnknownTarget+mixBadIdentifier+mixForged {
+	if kind == forged {
 		req.Revision.Revision = "rev-forged"
 	}
 	ctl := w.s.base.WithPolicySource(pin)

@@ -68,15 +68,6 @@ func (d *Decoder) String(v *Value) (string, bool) {
 	return v.String, true
 }
 
-// Bool reads a JSON boolean.
-func (d *Decoder) Bool(v *Value) (bool, bool) {
-	if v.Kind != Bool {
-		d.Problemf(v.Path, "expected a boolean, got %s", v.Kind)
-		return false, false
-	}
-	return v.Bool, true
-}
-
 // Uint64 reads a whole, non-negative number that fits 64 bits.
 func (d *Decoder) Uint64(v *Value) (uint64, bool) {
 	if v.Kind != Number {

@@ -186,6 +186,3 @@ func (o *Object) OptionalObject(key string) (*Object, bool) {
 	}
 	return o.d.Object(v), true
 }
-
-// Decoder returns the decoder the object reports to.
-func (o *Object) Decoder() *Decoder { return o.d }

@@ -403,18 +403,6 @@ func TestStringMap(t *testing.T) {
 	assertProblems(t, d.Problems(), "bad.a: expected a string, got a number", "wrong: expected an object, got an array")
 }
 
-func TestBool(t *testing.T) {
-	d := strictjson.NewDecoder(nil)
-	v := mustParse(t, `[true, 1]`)
-	if b, ok := d.Bool(v.Items[0]); !ok || !b {
-		t.Errorf("Bool(true) = %v, %v", b, ok)
-	}
-	if _, ok := d.Bool(v.Items[1]); ok {
-		t.Error("Bool(1) succeeded")
-	}
-	assertProblems(t, d.Problems(), "[1]: expected a boolean, got a number")
-}
-
 func TestDecoderErr(t *testing.T) {
 	d := strictjson.NewDecoder(nil)
 	if err := d.Err(); err != nil {
