@@ -65,6 +65,13 @@
 // goroutine and every in-flight cancellation callback, so nothing
 // outlives it; Drain first lets the queue run dry.
 //
+// # Observed queue delay
+//
+// [Scheduler.OldestWait] is the load sampler's queue-delay input: per
+// cell class, the wait of the oldest activation now queued. Arrival times
+// are read on the scheduler's clock under mu, so a flow's head is its
+// oldest item and the scan visits one item per backlogged tenant.
+//
 // # Caveats
 //
 // Fairness counts activations, not their cost: a tenant whose activations

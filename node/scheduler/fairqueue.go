@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"time"
 
 	"latent.dev/admission/core"
 	"latent.dev/admission/policy"
@@ -32,6 +33,10 @@ type item struct {
 	tenant    string
 	cell      policy.CellClass
 	queue     int // queue class rank, 0 the highest priority
+	// queuedAt is the scheduler's clock when the item joined its queue,
+	// read under Scheduler.mu, so within a flow it never decreases from
+	// head to tail.
+	queuedAt time.Time
 
 	state      itemState
 	flow       *flow

@@ -226,6 +226,7 @@ func (s *Scheduler) Submit(ctx context.Context, permit *core.AdmissionPermit, jo
 		cancel()
 		return s.refuse(permit, err)
 	}
+	it.queuedAt = s.clock.Now()
 	weight := uint64(1)
 	if w, ok := s.weights[it.tenant]; ok {
 		weight = uint64(w)
