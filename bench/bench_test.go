@@ -107,8 +107,8 @@ func BenchmarkReject(b *testing.B) {
 
 func reasonIs(err error, want core.Reason) bool {
 	switch e := err.(type) {
-	case *core.Error:
-		return e.Reason == want
+	case core.Error:
+		return e.Reason() == want
 	case *model.Rejection:
 		return e.Reason == string(want)
 	}

@@ -83,7 +83,7 @@ func newEnv(b testing.TB, tenantLimit uint64, cpu float64) *env {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &env{policy: pol, pin: cat.Pin(), load: core.NewNodeLoadState()}
+	e := &env{policy: pol, pin: cat.Pin(), load: core.NewNodeLoadState(time.Minute, nil)}
 	if err := e.load.Publish(core.LoadSample{Sequence: 1, ObservedAt: time.Now(), CPUPressure: cpu, MemoryPressure: 0.2}); err != nil {
 		b.Fatal(err)
 	}

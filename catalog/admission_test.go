@@ -23,10 +23,14 @@ func TestAdmissionWorksWithTheStoreRemoved(t *testing.T) {
 	if _, err := c.Deploy(thumbs(4)); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
 	reopened, err := catalog.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer reopened.Close()
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +47,7 @@ func TestAdmissionWorksWithTheStoreRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	load := core.NewNodeLoadState()
+	load := core.NewNodeLoadState(time.Minute, nil)
 	now := time.UnixMilli(1767225600000)
 	if err := load.Publish(core.LoadSample{Sequence: 1, ObservedAt: now, CPUPressure: 0.1, MemoryPressure: 0.1}); err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ func Example_embedding() {
 	if err != nil {
 		panic(err)
 	}
-	load := core.NewNodeLoadState()
+	load := core.NewNodeLoadState(provider.Policy().Node().Overload.MaximumObservationAge, nil)
 	if err := load.Publish(core.LoadSample{Sequence: 1, ObservedAt: time.Now(), CPUPressure: 0.3, MemoryPressure: 0.4}); err != nil {
 		panic(err)
 	}

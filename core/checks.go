@@ -10,7 +10,7 @@ import (
 // checkMetadata is step 1: the aggregate entries, then bytes (UTF-8
 // lengths of every key and value), of claims, request attributes and
 // revision attributes.
-func checkMetadata(req *AdmissionRequest, node *policy.NodeSettings) *Error {
+func checkMetadata(req *AdmissionRequest, node *policy.NodeSettings) *rejection {
 	entries := uint64(len(req.Principal.Claims)) + uint64(len(req.Attributes)) + uint64(len(req.Revision.Attributes))
 	if entries > uint64(node.MaximumMetadataEntries) {
 		return errMetadataEntries
@@ -33,7 +33,7 @@ func checkMetadata(req *AdmissionRequest, node *policy.NodeSettings) *Error {
 
 // checkIdentifiers is step 2, field by field in table order, then the
 // later-phase budget dimensions.
-func checkIdentifiers(req *AdmissionRequest, node *policy.NodeSettings) *Error {
+func checkIdentifiers(req *AdmissionRequest, node *policy.NodeSettings) *rejection {
 	max := node.MaximumIdentifierBytes
 	if !policy.ValidIdentifier(req.ActivationID, max) {
 		return errActivationID
@@ -79,7 +79,7 @@ func checkIdentifiers(req *AdmissionRequest, node *policy.NodeSettings) *Error {
 // checkRequirements is step 6: backend, state model, threading and
 // features the node offers, then placement. It returns the revision's
 // features as a bitset of the node's features.
-func (c *AdmissionController) checkRequirements(rev *policy.RevisionPolicy) (policy.FeatureSet, *Error) {
+func (c *AdmissionController) checkRequirements(rev *policy.RevisionPolicy) (policy.FeatureSet, *rejection) {
 	pr := c.provider
 	if !pr.policy.SupportsBackend(rev.Backend) {
 		return 0, errBackend
@@ -145,7 +145,7 @@ func grantOf(req *policy.Budget, rev *policy.RevisionPolicy, node *policy.NodeBu
 // threading- and feature-compatible and permitted by both the tenant and
 // the trust class. Extra-large therefore needs both to list it.
 func (pr *LocalQuotaProvider) selectCell(memory uint64, threading policy.Threading, features policy.FeatureSet,
-	tenantCells, trustCells policy.CellClassSet) (policy.CellClass, *Error) {
+	tenantCells, trustCells policy.CellClassSet) (policy.CellClass, *rejection) {
 	var compatible policy.CellClassSet
 	for i := range pr.cells {
 		cl := &pr.cells[i]

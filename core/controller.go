@@ -23,6 +23,9 @@ type AdmissionController struct {
 func (c *AdmissionController) WithPolicySource(source RevisionPolicySource) *AdmissionController {
 	n := *c
 	n.source = source
+	if isNilPointer(source) {
+		n.source = nil
+	}
 	return &n
 }
 
@@ -42,7 +45,7 @@ func (c *AdmissionController) AdmitNow(req *AdmissionRequest) (*AdmissionPermit,
 	var d decision
 	if err := c.checkRequest(req, &d); err != nil {
 		c.provider.metrics.reject(err)
-		return nil, err
+		return nil, err.err()
 	}
 	return c.admit(req, c.clock.Now(), true, &d)
 }
@@ -57,7 +60,7 @@ func (c *AdmissionController) AdmitAt(req *AdmissionRequest, now time.Time) (*Ad
 	var d decision
 	if err := c.checkRequest(req, &d); err != nil {
 		c.provider.metrics.reject(err)
-		return nil, err
+		return nil, err.err()
 	}
 	return c.admit(req, now, false, &d)
 }
@@ -76,12 +79,12 @@ type decision struct {
 func (c *AdmissionController) admit(req *AdmissionRequest, now time.Time, live bool, d *decision) (*AdmissionPermit, error) {
 	if err := c.decide(req, now, live, d); err != nil {
 		c.provider.metrics.reject(err)
-		return nil, err
+		return nil, err.err()
 	}
 	p, err := c.commit(req, now, live, d)
 	if err != nil {
 		c.provider.metrics.reject(err)
-		return nil, err
+		return nil, err.err()
 	}
 	c.provider.metrics.admitted.Inc()
 	return p, nil
@@ -89,7 +92,7 @@ func (c *AdmissionController) admit(req *AdmissionRequest, now time.Time, live b
 
 // checkRequest runs decision-table steps 1 to 4: the request's own
 // metadata, identifiers, principal and priority. They depend on no time.
-func (c *AdmissionController) checkRequest(req *AdmissionRequest, d *decision) *Error {
+func (c *AdmissionController) checkRequest(req *AdmissionRequest, d *decision) *rejection {
 	pr := c.provider
 	node := &pr.node
 	if err := checkMetadata(req, node); err != nil {
@@ -122,7 +125,7 @@ func (c *AdmissionController) checkRequest(req *AdmissionRequest, d *decision) *
 
 // decide runs decision-table steps 5 to 12 and the lock-free capacity
 // pre-check. Nothing here takes the mutex or allocates.
-func (c *AdmissionController) decide(req *AdmissionRequest, now time.Time, live bool, d *decision) *Error {
+func (c *AdmissionController) decide(req *AdmissionRequest, now time.Time, live bool, d *decision) *rejection {
 	pr := c.provider
 	node := &pr.node
 	tenantID := d.reservation.Tenant
@@ -210,7 +213,7 @@ func (c *AdmissionController) currentLoad() (*LoadSample, bool) {
 // commit runs step 13 under the ledger mutex: the clock is resampled, the
 // deadline and load are judged again, then duplicate, capacity and
 // feasibility, and only then does any counter move.
-func (c *AdmissionController) commit(req *AdmissionRequest, first time.Time, live bool, d *decision) (*AdmissionPermit, *Error) {
+func (c *AdmissionController) commit(req *AdmissionRequest, first time.Time, live bool, d *decision) (*AdmissionPermit, *rejection) {
 	pr := c.provider
 	l := pr.ledger
 	l.Lock()

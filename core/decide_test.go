@@ -332,9 +332,9 @@ func TestDecisionTable(t *testing.T) {
 			if after := f.provider.NodeSnapshot(); after != before {
 				t.Fatalf("a rejection moved the ledger: %+v -> %+v", before, after)
 			}
-			var e *Error
+			var e Error
 			if !errors.As(fmt.Errorf("wrapped: %w", err), &e) || e != err {
-				t.Fatal("errors.As does not find the *Error")
+				t.Fatal("errors.As does not find the Error")
 			}
 		})
 	}
@@ -344,7 +344,7 @@ func TestDecisionTable(t *testing.T) {
 // the request's identifiers, subjects, tenants, attribute values or
 // numbers, and that every error is one of the preallocated values.
 func TestRejectionsAreSanitized(t *testing.T) {
-	known := map[*Error]bool{}
+	known := map[Error]bool{}
 	for _, e := range AllErrors() {
 		known[e] = true
 		if strings.ContainsAny(e.Error(), "0123456789") {
@@ -359,7 +359,7 @@ func TestRejectionsAreSanitized(t *testing.T) {
 			f, req := tc.prepare(t, "secret-activation-7731")
 			req.Attributes = mergeSecret(req.Attributes)
 			_, err := f.ctl.AdmitAt(req, at(tc.atMs))
-			e, ok := err.(*Error)
+			e, ok := err.(Error)
 			if !ok {
 				t.Fatalf("got %v", err)
 			}

@@ -110,8 +110,8 @@ const (
 	ReasonLoadSampleRejected              Reason = "load-sample-rejected"
 )
 
-// Reasons lists every reason; its order indexes the rejection counters.
-var Reasons = [...]Reason{
+// reasons lists every reason in decision-table order.
+var reasons = [...]Reason{
 	ReasonMetadataTooLarge, ReasonIdentifierInvalid, ReasonBudgetDimensionUnsupported,
 	ReasonPrincipalNotAuthorized, ReasonPriorityNotAuthorized, ReasonRevisionNotAvailable,
 	ReasonUnsupportedExecutionRequirement, ReasonPlacementNotCompatible, ReasonTrustClassNotAuthorized,
@@ -121,35 +121,84 @@ var Reasons = [...]Reason{
 	ReasonPermitNotLive, ReasonLoadSampleRejected,
 }
 
-// Error is a structured admission failure: one admission.limit detail.
-// Every Error the package returns is preallocated and shared, and every
-// field and its text come from the fixed vocabulary above: no identifier,
-// tenant, subject, attribute, number or load reading ever appears in one.
-// Find it with errors.As; never modify one.
-type Error struct {
-	Code      Code
-	Scope     Scope
-	Dimension Dimension
-	Reason    Reason
-	Retryable bool
+// Reasons returns every reason in decision-table order, as a copy.
+func Reasons() []Reason { return append([]Reason(nil), reasons[:]...) }
 
-	reasonIndex uint8
-	text        string
+// Error is a structured admission failure: one admission.limit detail.
+// It is a small value that refers to one row of a table built before the
+// first request, so returning one allocates nothing and no caller can
+// change what another caller sees: the fields are read through methods,
+// and every field and the text come from the fixed vocabulary above (no
+// identifier, tenant, subject, attribute, number or load reading ever
+// appears in one). Find it with errors.As into a core.Error, or compare
+// it with == or errors.Is against another Error. The zero Error is no
+// row; its accessors answer zero values.
+type Error struct{ r *rejection }
+
+// rejection is one row of the error table; never modified after init.
+type rejection struct {
+	code      Code
+	scope     Scope
+	dimension Dimension
+	reason    Reason
+	retryable bool
+	index     uint8 // position in allErrors, which indexes the counters
+	text      string
 }
+
+// Code is the platform error code.
+func (e Error) Code() Code {
+	if e.r == nil {
+		return ""
+	}
+	return e.r.code
+}
+
+// Scope is where the limit applies.
+func (e Error) Scope() Scope {
+	if e.r == nil {
+		return ""
+	}
+	return e.r.scope
+}
+
+// Dimension is the limited quantity or field.
+func (e Error) Dimension() Dimension {
+	if e.r == nil {
+		return ""
+	}
+	return e.r.dimension
+}
+
+// Reason is the stable, machine-readable cause.
+func (e Error) Reason() Reason {
+	if e.r == nil {
+		return ""
+	}
+	return e.r.reason
+}
+
+// Retryable reports whether the same request can succeed later without
+// changes (capacity frees up, load falls, a queue drains).
+func (e Error) Retryable() bool { return e.r != nil && e.r.retryable }
 
 // Error prints the detail, for example
 // "admission.limit: resource-exhausted scope=tenant dimension=queued-reservations reason=capacity-exhausted retryable=true".
-func (e *Error) Error() string { return e.text }
-
-var allErrors []*Error
-
-func newError(code Code, scope Scope, dim Dimension, reason Reason, retryable bool) *Error {
-	e := &Error{Code: code, Scope: scope, Dimension: dim, Reason: reason, Retryable: retryable}
-	for i, r := range Reasons {
-		if r == reason {
-			e.reasonIndex = uint8(i)
-		}
+func (e Error) Error() string {
+	if e.r == nil {
+		return "admission.limit: unknown"
 	}
+	return e.r.text
+}
+
+// err is the public value of a table row.
+func (r *rejection) err() Error { return Error{r} }
+
+var allErrors []*rejection
+
+func newError(code Code, scope Scope, dim Dimension, reason Reason, retryable bool) *rejection {
+	e := &rejection{code: code, scope: scope, dimension: dim, reason: reason, retryable: retryable,
+		index: uint8(len(allErrors))}
 	retry := "false"
 	if retryable {
 		retry = "true"
@@ -160,8 +209,15 @@ func newError(code Code, scope Scope, dim Dimension, reason Reason, retryable bo
 	return e
 }
 
-// AllErrors returns every error value the package can return.
-func AllErrors() []*Error { return append([]*Error(nil), allErrors...) }
+// AllErrors returns every error the package can return, in table order
+// (the order of [Metrics.Rejected]).
+func AllErrors() []Error {
+	out := make([]Error, len(allErrors))
+	for i, r := range allErrors {
+		out[i] = r.err()
+	}
+	return out
+}
 
 // Rejections that do not depend on the ledger, by decision-table row.
 var (
@@ -217,20 +273,20 @@ var (
 // ErrLoadSampleRejected is returned by [NodeLoadState.Publish] for a
 // sample that is malformed or out of order; the node then fails closed
 // until a valid newer sample arrives.
-var ErrLoadSampleRejected = errLoadRejected
+var ErrLoadSampleRejected = errLoadRejected.err()
 
 // ErrPermitDeadlineExceeded is returned by EnsureSchedulableAt and
 // StartExecution at or after the permit's deadline (a failed
 // StartExecution has released the permit).
-var ErrPermitDeadlineExceeded = errPermitDeadline
+var ErrPermitDeadlineExceeded = errPermitDeadline.err()
 
 // ErrPermitNotLive is returned for a permit that was released, consumed
 // or never issued.
-var ErrPermitNotLive = errPermitNotLive
+var ErrPermitNotLive = errPermitNotLive.err()
 
 // capacityErrors[scope][dimension][permanent] are the capacity-exhausted
 // errors; retryable unless the reservation could not fit an empty scope.
-var capacityErrors = func() (t [5][4][2]*Error) {
+var capacityErrors = func() (t [5][4][2]*rejection) {
 	scopes := [...]Scope{atomicledger.NodeScope: ScopeNode, atomicledger.TenantScope: ScopeTenant,
 		atomicledger.TrustClassScope: ScopeTrustClass, atomicledger.QueueClassScope: ScopeQueueClass}
 	dims := [...]Dimension{atomicledger.LiveActivations: DimLiveActivations, atomicledger.QueuedReservations: DimQueuedReservations,
@@ -247,7 +303,7 @@ var capacityErrors = func() (t [5][4][2]*Error) {
 	return t
 }()
 
-func capacityError(s atomicledger.Shortfall) *Error {
+func capacityError(s atomicledger.Shortfall) *rejection {
 	permanent := 0
 	if s.Permanent {
 		permanent = 1
@@ -258,4 +314,4 @@ func capacityError(s atomicledger.Shortfall) *Error {
 // ErrRevisionNotAvailable is the rejection for a revision the pinned view
 // does not hold. An adapter whose route resolution finds nothing answers
 // it too, so that a missing route and a forged revision look the same.
-var ErrRevisionNotAvailable = errRevisionMissing
+var ErrRevisionNotAvailable = errRevisionMissing.err()

@@ -58,7 +58,7 @@ func Example() {
 		TrustClass: "standard", Backend: "wasm", Threading: policy.SingleThreaded, StateModel: "stateless",
 		DeploymentCeiling: policy.Ceiling{WallTime: policy.Some(5 * time.Second)},
 	}}
-	load := core.NewNodeLoadState()
+	load := core.NewNodeLoadState(provider.Policy().Node().Overload.MaximumObservationAge, nil)
 	if err := load.Publish(core.LoadSample{Sequence: 1, ObservedAt: time.Now(), CPUPressure: 0.2, MemoryPressure: 0.3}); err != nil {
 		panic(err)
 	}

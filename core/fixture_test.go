@@ -118,7 +118,9 @@ func newFixture(t testing.TB, mutate func(*policy.NodeAdmissionPolicy)) *fixture
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{provider: provider, load: NewNodeLoadState(), source: &mapSource{}, clock: &fakeClock{now: epoch}}
+	clock := &fakeClock{now: epoch}
+	f := &fixture{provider: provider, load: NewNodeLoadState(provider.Policy().Node().Overload.MaximumObservationAge, clock),
+		source: &mapSource{}, clock: clock}
 	f.source.add(resizeRevision(), resizePolicy())
 	f.ctl = provider.Controller(f.source, f.load, f.clock)
 	f.publish(t, 1, 0, 0.5, 0.5)
@@ -185,11 +187,11 @@ func (f *fixture) isZero(t testing.TB) {
 // retryable).
 func wantError(t testing.TB, err error, code Code, scope Scope, dim Dimension, reason Reason, retryable bool) {
 	t.Helper()
-	e, ok := err.(*Error)
-	if !ok || e == nil {
+	e, ok := err.(Error)
+	if !ok || e == (Error{}) {
 		t.Fatalf("got %v, want %s/%s/%s/%s retryable=%v", err, code, scope, dim, reason, retryable)
 	}
-	if e.Code != code || e.Scope != scope || e.Dimension != dim || e.Reason != reason || e.Retryable != retryable {
+	if e.Code() != code || e.Scope() != scope || e.Dimension() != dim || e.Reason() != reason || e.Retryable() != retryable {
 		t.Fatalf("got %s, want %s/%s/%s/%s retryable=%v", e, code, scope, dim, reason, retryable)
 	}
 }

@@ -210,7 +210,7 @@ type fuzzRun struct {
 	revisions []policy.ResolvedRevision
 	now       time.Time
 	clock     *gen.Clock
-	known     map[*core.Error]bool
+	known     map[core.Error]bool
 
 	provider  *core.LocalQuotaProvider
 	coreLoad  *core.NodeLoadState
@@ -235,7 +235,8 @@ func newFuzzRun(t *testing.T) *fuzzRun {
 	if fz.model, err = model.New(p); err != nil {
 		t.Fatal(err)
 	}
-	fz.coreLoad, fz.modelLoad = core.NewNodeLoadState(), &model.LoadState{}
+	maxAge := p.Node.Overload.MaximumObservationAge
+	fz.coreLoad, fz.modelLoad = core.NewNodeLoadState(maxAge, fz.clock), model.NewLoadState(maxAge, fz.clock)
 	fz.coreCtl = fz.provider.Controller(sources[0], fz.coreLoad, fz.clock)
 	fz.modelCtl = fz.model.Controller(sources[0], fz.modelLoad, fz.clock)
 	fz.publish(t, core.LoadSample{Sequence: 1, ObservedAt: diffEpoch})
@@ -247,7 +248,7 @@ func newFuzzRun(t *testing.T) *fuzzRun {
 func (fz *fuzzRun) agree(t *testing.T, op string, cerr, merr error) {
 	t.Helper()
 	if cerr != nil {
-		if ce, ok := cerr.(*core.Error); !ok || !fz.known[ce] {
+		if ce, ok := cerr.(core.Error); !ok || !fz.known[ce] {
 			t.Fatalf("%s: %T %v is not one of core.AllErrors()", op, cerr, cerr)
 		}
 	}

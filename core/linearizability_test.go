@@ -81,7 +81,7 @@ func linSetup(t testing.TB) (core.RevisionPolicySource, *core.NodeLoadState) {
 		src.Entries = append(src.Entries, gen.Entry{Revision: linRevision(tenant),
 			Policy: &policy.RevisionPolicy{TrustClass: "standard", Backend: "wasm", Threading: policy.SingleThreaded, StateModel: "stateless"}})
 	}
-	load := core.NewNodeLoadState()
+	load := core.NewNodeLoadState(time.Hour, fixedClock{linEpoch})
 	if err := load.Publish(core.LoadSample{Sequence: 1, ObservedAt: linEpoch}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"latent.dev/admission/core/deadline"
 	"latent.dev/admission/policy"
 )
 
@@ -34,44 +35,59 @@ type NodeLoadSource interface {
 
 // NodeLoadState is a value a trusted sampler publishes into and admission
 // reads lock-free. It is not a monitoring worker: it starts nothing.
-// Every bad publish fails closed until a valid newer sample arrives.
+// Every bad publish fails closed until a valid newer sample arrives, and
+// a rejected publish never becomes the baseline later samples are ordered
+// against. A nil *NodeLoadState is a source with no sample.
 //
 // A NodeLoadState must not be copied after first use.
 type NodeLoadState struct {
 	noCopy noCopy
 
-	current atomic.Pointer[LoadSample] // nil: fail closed
+	maxAge time.Duration // the policy's maximum observation age
+	clock  deadline.Clock
+
+	current  atomic.Pointer[LoadSample] // nil: fail closed
+	rejected atomic.Uint64              // publishes refused
 
 	mu           sync.Mutex // serializes publishers
 	lastSequence uint64     // guarded by mu; of the last accepted sample
 	lastObserved time.Time  // guarded by mu
-	accepted     bool       // guarded by mu
+	accepted     bool       // guarded by mu; false: no baseline
 }
 
 // NewNodeLoadState returns a state with no sample: admission fails closed
-// until the first valid publish.
-func NewNodeLoadState() *NodeLoadState { return &NodeLoadState{} }
+// until the first valid publish. maximumObservationAge is the policy's
+// (see [policy.OverloadPolicy]); a publish observed later than clock's
+// reading by more than it is refused. A nil clock is the system clock. A
+// maximum age that is not positive is a bug in the embedding program and
+// panics.
+func NewNodeLoadState(maximumObservationAge time.Duration, clock deadline.Clock) *NodeLoadState {
+	if maximumObservationAge <= 0 {
+		panic("core: NewNodeLoadState with a maximum observation age that is not positive")
+	}
+	if clock == nil {
+		clock = deadline.System{}
+	}
+	return &NodeLoadState{maxAge: maximumObservationAge, clock: clock}
+}
 
-// Publish validates s and makes it current. A sample with a pressure that
-// is not a number in [0, 1], a negative delay, a sequence that does not
-// exceed the last accepted one, or an observation time before the last
-// accepted one is rejected with [ErrLoadSampleRejected], and admission then
-// fails closed until a valid later sample is published. Future-dated and
-// stale samples are accepted here and judged when admitting, so a sample
-// published early becomes usable once its time has come.
+// Publish validates s and makes it current. A sample is rejected with
+// [ErrLoadSampleRejected], and admission then fails closed until a valid
+// later sample is published, when a pressure is not a number in [0, 1], a
+// delay is negative, its sequence does not exceed the last accepted one,
+// its observation time is before the last accepted one, or it was
+// observed later than the clock's reading now by more than the maximum
+// observation age (a sampler clock far ahead must not become a baseline
+// that locks admission out until real time catches up). A rejected sample
+// leaves the baseline as it was. A smaller lead, and a stale sample, are
+// accepted here and judged when admitting, so a sample published slightly
+// early becomes usable once its time has come.
 func (l *NodeLoadState) Publish(s LoadSample) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !validPressure(s.CPUPressure) || !validPressure(s.MemoryPressure) ||
-		(l.accepted && (s.Sequence <= l.lastSequence || s.ObservedAt.Before(l.lastObserved))) {
-		l.current.Store(nil)
-		return errLoadRejected
-	}
-	for _, d := range s.QueueDelay {
-		if d < 0 {
-			l.current.Store(nil)
-			return errLoadRejected
-		}
+	if !l.acceptableLocked(&s) {
+		l.rejectLocked()
+		return ErrLoadSampleRejected
 	}
 	l.accepted = true
 	l.lastSequence = s.Sequence
@@ -79,6 +95,35 @@ func (l *NodeLoadState) Publish(s LoadSample) error {
 	sample := s
 	l.current.Store(&sample)
 	return nil
+}
+
+func (l *NodeLoadState) acceptableLocked(s *LoadSample) bool {
+	if !validPressure(s.CPUPressure) || !validPressure(s.MemoryPressure) {
+		return false
+	}
+	for _, d := range s.QueueDelay {
+		if d < 0 {
+			return false
+		}
+	}
+	if l.accepted && (s.Sequence <= l.lastSequence || s.ObservedAt.Before(l.lastObserved)) {
+		return false
+	}
+	return s.ObservedAt.Sub(l.clock.Now()) <= l.maxAge
+}
+
+// rejectLocked withdraws the current sample and counts a refused publish.
+func (l *NodeLoadState) rejectLocked() {
+	l.current.Store(nil)
+	l.rejected.Add(1)
+}
+
+// RejectedPublishes is the number of publishes refused so far.
+func (l *NodeLoadState) RejectedPublishes() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.rejected.Load()
 }
 
 // LoadSampleMillis is a sample as samplers often measure it: times and
@@ -104,24 +149,31 @@ func (l *NodeLoadState) PublishMillis(s LoadSampleMillis) error {
 		if ms < 0 || ms > maxDelayMillis {
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			l.current.Store(nil)
-			return errLoadRejected
+			l.rejectLocked()
+			return ErrLoadSampleRejected
 		}
 		sample.QueueDelay[i] = time.Duration(ms) * time.Millisecond
 	}
 	return l.Publish(sample)
 }
 
-// Clear withdraws the current sample: admission fails closed until the
-// next valid publish. Ordering against earlier samples is kept.
+// Clear withdraws the current sample and forgets the baseline: admission
+// fails closed until the next valid publish, which may begin again at any
+// sequence (a restarted sampler starts at 1).
 func (l *NodeLoadState) Clear() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.current.Store(nil)
+	l.accepted = false
+	l.lastSequence = 0
+	l.lastObserved = time.Time{}
 }
 
-// CurrentLoad returns the current sample lock-free.
+// CurrentLoad returns the current sample lock-free; a nil state has none.
 func (l *NodeLoadState) CurrentLoad() (*LoadSample, bool) {
+	if l == nil {
+		return nil, false
+	}
 	s := l.current.Load()
 	return s, s != nil
 }
@@ -133,7 +185,7 @@ func validPressure(f float64) bool {
 // loadVerdict judges a sample at now against the overload policy: missing,
 // future-dated and stale samples are unavailable; then CPU, then memory
 // pressure at or above its threshold is overload.
-func loadVerdict(s *LoadSample, ok bool, now time.Time, o *policy.OverloadPolicy) *Error {
+func loadVerdict(s *LoadSample, ok bool, now time.Time, o *policy.OverloadPolicy) *rejection {
 	if !ok || s == nil {
 		return errLoadUnavailable
 	}

@@ -57,12 +57,13 @@ type diffMachine struct {
 	observed   time.Time // of the last accepted sample
 	permits    []permitPair
 	executions []executionPair
-	outcomes   map[string]int // answer -> count, for the coverage report
-	metrics    core.Metrics   // what core's operator counters must say
+	outcomes   map[string]int        // answer -> count, for the coverage report
+	admitted   int64                 // what core's operator counters must say
+	rejected   map[core.Reason]int64 // likewise, per reason
 }
 
-var diffKnownErrors = func() map[*core.Error]bool {
-	m := map[*core.Error]bool{}
+var diffKnownErrors = func() map[core.Error]bool {
+	m := map[core.Error]bool{}
 	for _, e := range core.AllErrors() {
 		m[e] = true
 	}
@@ -74,7 +75,7 @@ func newDiffMachine(t *rapid.T, outcomes map[string]int) *diffMachine {
 	p := g.Policy()
 	sources, revisions := g.Sources(p)
 	m := &diffMachine{policy: p, sources: sources, revisions: revisions, now: diffEpoch,
-		clock: gen.NewClock(diffEpoch), outcomes: outcomes, metrics: core.Metrics{Rejected: map[core.Reason]int64{}}}
+		clock: gen.NewClock(diffEpoch), outcomes: outcomes, rejected: map[core.Reason]int64{}}
 	var err error
 	if m.provider, err = core.NewLocalQuotaProvider(p); err != nil {
 		t.Fatalf("core refused a valid policy: %v", err)
@@ -82,7 +83,8 @@ func newDiffMachine(t *rapid.T, outcomes map[string]int) *diffMachine {
 	if m.model, err = model.New(p); err != nil {
 		t.Fatalf("model refused a valid policy: %v", err)
 	}
-	m.coreLoad, m.modelLoad = core.NewNodeLoadState(), &model.LoadState{}
+	maxAge := p.Node.Overload.MaximumObservationAge
+	m.coreLoad, m.modelLoad = core.NewNodeLoadState(maxAge, m.clock), model.NewLoadState(maxAge, m.clock)
 	m.source = sources[0]
 	m.coreCtl = m.provider.Controller(sources[0], m.coreLoad, m.clock)
 	m.modelCtl = m.model.Controller(sources[0], m.modelLoad, m.clock)
@@ -158,10 +160,10 @@ func (m *diffMachine) admitNow(t *rapid.T) {
 	mp, merr := m.modelCtl.AdmitNow(req)
 	m.now = later
 	m.clock.Set(m.now)
-	if ce, ok := cerr.(*core.Error); ok && ce.Reason == core.ReasonCapacityExhausted && laterReadingOnly(merr) && later.After(first) {
+	if ce, ok := cerr.(core.Error); ok && ce.Reason() == core.ReasonCapacityExhausted && laterReadingOnly(merr) && later.After(first) {
 		compareErrors(t, "AdmitNow answered by the pre-check at the first reading", cerr, m.capacityAnswer(t, req, first))
 		m.outcomes["AdmitNow: pre-check answered at the first reading"]++
-		m.metrics.Rejected[ce.Reason]++
+		m.rejected[ce.Reason()]++
 		return
 	}
 	m.compareAdmission(t, "AdmitNow", cp, cerr, mp, merr)
@@ -199,14 +201,14 @@ func (m *diffMachine) compareAdmission(t *rapid.T, op string, cp *core.Admission
 	compareErrors(t, op, cerr, merr)
 	if cerr != nil {
 		m.outcomes[strings.TrimPrefix(cerr.Error(), "admission.limit: ")]++
-		m.metrics.Rejected[cerr.(*core.Error).Reason]++
+		m.rejected[cerr.(core.Error).Reason()]++
 		if cp != nil || mp != nil {
 			t.Fatalf("%s: a rejection returned a permit", op)
 		}
 		return
 	}
 	m.outcomes["admitted"]++
-	m.metrics.Admitted++
+	m.admitted++
 	if cp.ActivationID() != mp.ActivationID() || cp.Tenant() != mp.Tenant() || cp.Revision() != mp.Revision() {
 		t.Fatalf("%s: identity: core %q %q %+v, model %q %q %+v", op, cp.ActivationID(), cp.Tenant(), cp.Revision(),
 			mp.ActivationID(), mp.Tenant(), mp.Revision())
@@ -236,16 +238,16 @@ func compareErrors(t *rapid.T, op string, cerr, merr error) {
 	if cerr == nil || merr == nil {
 		t.Fatalf("%s: core answered %v, model answered %v", op, cerr, merr)
 	}
-	ce, ok := cerr.(*core.Error)
+	ce, ok := cerr.(core.Error)
 	if !ok || !diffKnownErrors[ce] {
-		t.Fatalf("%s: core returned %T %v, not a preallocated *core.Error", op, cerr, cerr)
+		t.Fatalf("%s: core returned %T %v, not a preallocated core.Error", op, cerr, cerr)
 	}
 	me, ok := merr.(*model.Rejection)
 	if !ok {
 		t.Fatalf("%s: model returned %T %v", op, merr, merr)
 	}
-	if string(ce.Code) != me.Code || string(ce.Scope) != me.Scope || string(ce.Dimension) != me.Dimension ||
-		string(ce.Reason) != me.Reason || ce.Retryable != me.Retryable || ce.Error() != me.Error() {
+	if string(ce.Code()) != me.Code || string(ce.Scope()) != me.Scope || string(ce.Dimension()) != me.Dimension ||
+		string(ce.Reason()) != me.Reason || ce.Retryable() != me.Retryable || ce.Error() != me.Error() {
 		t.Fatalf("%s: core answered %q, model answered %q", op, ce.Error(), me.Error())
 	}
 }
@@ -289,7 +291,7 @@ func (m *diffMachine) startNow(t *rapid.T) {
 func (m *diffMachine) compareStart(t *rapid.T, op string, ce *core.ExecutionPermit, cerr error, me *model.Permit, merr error) {
 	compareErrors(t, op, cerr, merr)
 	if cerr != nil {
-		m.outcomes["start:"+string(cerr.(*core.Error).Reason)]++
+		m.outcomes["start:"+string(cerr.(core.Error).Reason())]++
 		return
 	}
 	m.outcomes["started"]++
@@ -422,8 +424,8 @@ func (m *diffMachine) check(t *rapid.T) {
 	if c, mo := m.provider.LiveReservations(), m.model.LiveReservations(); c != mo {
 		t.Fatalf("live reservations: core %d, model %d", c, mo)
 	}
-	if got := m.provider.Metrics(); got.Admitted != m.metrics.Admitted || got.Leaked != 0 || !maps.Equal(got.Rejected, m.metrics.Rejected) {
-		t.Fatalf("operator counters: core %+v, want %+v", got, m.metrics)
+	if got := m.provider.Metrics(); got.Admitted != m.admitted || got.Leaked != 0 || !maps.Equal(got.RejectedByReason(), m.rejected) {
+		t.Fatalf("operator counters: core %+v, want admitted %d rejected %v", got, m.admitted, m.rejected)
 	}
 	for i, pp := range m.permits {
 		if pp.core.Live() != pp.model.Live() {

@@ -5,16 +5,15 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"latent.dev/admission/core/atomicledger"
 	"latent.dev/admission/core/deadline"
 	"latent.dev/admission/policy"
 )
 
-// Permit states. The zero state is a permit that was never issued. One
-// object serves as both permits: StartExecution turns the queued state
-// into the executing one and hands out the same memory as an
-// *ExecutionPermit, so starting allocates nothing.
+// Permit phases. StartExecution turns the queued phase into the executing
+// one.
 const (
 	permitNeverIssued uint32 = iota
 	permitQueued
@@ -57,18 +56,19 @@ type grant struct {
 // collector finds it unreachable and counted as leaked: an operator
 // alarm, not a substitute for Release.
 //
-// An AdmissionPermit must not be copied after first use.
+// An AdmissionPermit must not be copied after first use. A copy, or a
+// live permit overwritten with another value (its zero value included),
+// is inert; the reservation it stood for is still reclaimed once the
+// original permit becomes unreachable.
 type AdmissionPermit struct {
 	noCopy noCopy
 
-	ledger  *atomicledger.Ledger
-	clock   deadline.Clock
-	metrics *metrics
-	ticket  atomicledger.Ticket
-	grant   grant
-
-	// state changes only under the ledger mutex and is read lock-free.
-	state atomic.Uint32
+	// self is the permit's own address while it is the head of the block
+	// a controller allocated; in a zero value, a copy or an overwritten
+	// permit it differs from the permit's address, and the permit is
+	// inert. A uintptr, so the block holds no pointer to itself and an
+	// abandoned one stays collectable.
+	self uintptr
 }
 
 // ExecutionPermit is a started activation's reservation (live slot, fuel,
@@ -79,21 +79,52 @@ type AdmissionPermit struct {
 // An ExecutionPermit must not be copied after first use.
 type ExecutionPermit AdmissionPermit
 
-// reclaimLeaked is the permit's finalizer: it returns the reservation of
-// a permit that became unreachable while still holding one. A finalizer
-// (rather than runtime.AddCleanup, which allocates a closure per call)
-// keeps admission at a single allocation; the permit holds no pointer to
-// itself, so nothing keeps an abandoned one reachable.
+// permitBlock is the one allocation behind a live permit: the permit a
+// caller holds, then its state, which only this package can reach. One
+// object serves as both permits: StartExecution hands out the same
+// memory as an *ExecutionPermit, so starting allocates nothing.
+type permitBlock struct {
+	permit AdmissionPermit // first: its address is the block's
+	state  permitState
+}
+
+// permitState is what a live permit holds.
+type permitState struct {
+	ledger  *atomicledger.Ledger
+	clock   deadline.Clock
+	metrics *metrics
+	ticket  atomicledger.Ticket
+	grant   grant
+
+	// phase changes only under the ledger mutex and is read lock-free.
+	phase atomic.Uint32
+}
+
+// state returns the permit's state, or nil for an inert permit.
+func (p *AdmissionPermit) state() *permitState {
+	if p == nil || p.self != uintptr(unsafe.Pointer(p)) {
+		return nil
+	}
+	return &(*permitBlock)(unsafe.Pointer(p)).state
+}
+
+// reclaimLeaked is the block's finalizer: it returns the reservation of
+// a permit that became unreachable while still holding one. It reads the
+// block's state, not the permit's fields, so a permit its holder
+// overwrote is reclaimed like any other. A finalizer (rather than
+// runtime.AddCleanup, which allocates a closure per call) keeps admission
+// at a single allocation.
 func reclaimLeaked(p *AdmissionPermit) {
-	if p.ledger.Release(p.ticket) {
-		p.metrics.leaked.Inc()
+	s := &(*permitBlock)(unsafe.Pointer(p)).state
+	if s.ledger.Release(s.ticket) {
+		s.metrics.leaked.Inc()
 	}
 }
 
 func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, ticket atomicledger.Ticket) *AdmissionPermit {
 	pr := c.provider
 	r := &req.Revision
-	p := &AdmissionPermit{
+	b := &permitBlock{state: permitState{
 		ledger:  pr.ledger,
 		clock:   c.clock,
 		metrics: pr.metrics,
@@ -102,7 +133,7 @@ func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, tick
 			activationID: req.ActivationID,
 			revision: RevisionIdentity{Tenant: r.Tenant, Service: r.Service, Route: r.Route, Contract: r.Contract,
 				Function: r.Function, Revision: r.Revision, Release: r.Release, Generation: r.Generation},
-			budget:     d.grant,
+			budget:     effectiveBudget(d),
 			deadline:   d.deadline,
 			admittedAt: d.admittedAt,
 			cell:       d.reservation.CellClass,
@@ -111,21 +142,33 @@ func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, tick
 			priority:   req.Priority,
 			rev:        d.rev,
 		},
-	}
-	p.state.Store(permitQueued)
+	}}
+	b.state.phase.Store(permitQueued)
+	p := &b.permit
+	p.self = uintptr(unsafe.Pointer(p))
 	runtime.SetFinalizer(p, reclaimLeaked)
 	return p
+}
+
+// effectiveBudget is the grant with the wall time the effective deadline
+// leaves: a caller deadline earlier than now plus the granted wall time
+// shortens it, and accounting starts from the shortened value.
+func effectiveBudget(d *decision) policy.Budget {
+	b := d.grant
+	b.WallTime = policy.Some(d.deadline.Sub(d.admittedAt))
+	return b
 }
 
 // EnsureSchedulableAt checks, without changing anything, that the permit
 // is live and now is before its deadline. The scheduler calls it (with
 // the live clock) immediately before allocating a cell.
 func (p *AdmissionPermit) EnsureSchedulableAt(now time.Time) error {
-	if p == nil || p.state.Load() != permitQueued {
-		return errPermitNotLive
+	s := p.state()
+	if s == nil || s.phase.Load() != permitQueued {
+		return ErrPermitNotLive
 	}
-	if !now.Before(p.grant.deadline) {
-		return errPermitDeadline
+	if !now.Before(s.grant.deadline) {
+		return ErrPermitDeadlineExceeded
 	}
 	return nil
 }
@@ -136,12 +179,9 @@ func (p *AdmissionPermit) EnsureSchedulableAt(now time.Time) error {
 // or quarantine its lease). On success only the queued slots are returned,
 // and the returned execution permit holds the rest.
 func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
-	if p == nil || p.state.Load() == permitNeverIssued {
-		return nil, errPermitNotLive
-	}
 	e, err := p.start(time.Time{}, true)
 	if err != nil {
-		return nil, err
+		return nil, err.err()
 	}
 	return e, nil
 }
@@ -149,55 +189,57 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 // StartExecutionAt is StartExecution at a trusted deterministic time, for
 // replay and tests; never a caller-supplied timestamp.
 func (p *AdmissionPermit) StartExecutionAt(now time.Time) (*ExecutionPermit, error) {
-	if p == nil || p.state.Load() == permitNeverIssued {
-		return nil, errPermitNotLive
-	}
 	e, err := p.start(now, false)
 	if err != nil {
-		return nil, err
+		return nil, err.err()
 	}
 	return e, nil
 }
 
-func (p *AdmissionPermit) start(now time.Time, live bool) (*ExecutionPermit, *Error) {
-	l := p.ledger
+func (p *AdmissionPermit) start(now time.Time, live bool) (*ExecutionPermit, *rejection) {
+	s := p.state()
+	if s == nil || s.phase.Load() != permitQueued {
+		return nil, errPermitNotLive
+	}
+	l := s.ledger
 	l.Lock()
 	defer l.Unlock()
-	if p.state.Load() != permitQueued {
+	if s.phase.Load() != permitQueued {
 		return nil, errPermitNotLive
 	}
 	if live {
 		// Elapsed monotonic time since admission: half the cost of a
 		// second wall-clock read, and immune to wall-clock steps.
-		now = deadline.Resample(p.clock, p.grant.admittedAt)
+		now = deadline.Resample(s.clock, s.grant.admittedAt)
 	}
-	if !now.Before(p.grant.deadline) {
-		l.ReleaseLocked(p.ticket)
-		p.state.Store(permitReleased)
+	if !now.Before(s.grant.deadline) {
+		l.ReleaseLocked(s.ticket)
+		s.phase.Store(permitReleased)
 		runtime.SetFinalizer(p, nil)
 		return nil, errPermitDeadline
 	}
-	if !l.StartLocked(p.ticket) {
-		p.state.Store(permitReleased)
+	if !l.StartLocked(s.ticket) {
+		s.phase.Store(permitReleased)
 		return nil, errPermitNotLive
 	}
-	p.state.Store(permitExecuting)
+	s.phase.Store(permitExecuting)
 	return (*ExecutionPermit)(p), nil
 }
 
 // release returns the reservation if the permit is in state from.
 func (p *AdmissionPermit) release(from uint32) bool {
-	if p == nil || p.state.Load() != from {
+	s := p.state()
+	if s == nil || s.phase.Load() != from {
 		return false
 	}
-	l := p.ledger
+	l := s.ledger
 	l.Lock()
-	if p.state.Load() != from {
+	if s.phase.Load() != from {
 		l.Unlock()
 		return false
 	}
-	p.state.Store(permitReleased)
-	released := l.ReleaseLocked(p.ticket)
+	s.phase.Store(permitReleased)
+	released := l.ReleaseLocked(s.ticket)
 	l.Unlock()
 	// A released permit has nothing left to reclaim; dropping its
 	// finalizer spares the collector a finalization pass and lets the
@@ -217,20 +259,30 @@ func (p *AdmissionPermit) Release() bool { return p.release(permitQueued) }
 func (e *ExecutionPermit) Release() bool { return (*AdmissionPermit)(e).release(permitExecuting) }
 
 // Live reports whether the permit still holds its queued reservation.
-func (p *AdmissionPermit) Live() bool { return p != nil && p.state.Load() == permitQueued }
+func (p *AdmissionPermit) Live() bool {
+	s := p.state()
+	return s != nil && s.phase.Load() == permitQueued
+}
 
 // Live reports whether the execution permit still holds its reservation.
-func (e *ExecutionPermit) Live() bool { return e != nil && e.state.Load() == permitExecuting }
+func (e *ExecutionPermit) Live() bool {
+	s := (*AdmissionPermit)(e).state()
+	return s != nil && s.phase.Load() == permitExecuting
+}
 
 // Accessors. They read immutable data and work in every state; the zero
 // value answers zero values.
 
 func (p *AdmissionPermit) g() *grant {
-	if p == nil {
-		return &grant{}
+	s := p.state()
+	if s == nil {
+		return &noGrant
 	}
-	return &p.grant
+	return &s.grant
 }
+
+// noGrant is what an inert permit's accessors read.
+var noGrant grant
 
 func (e *ExecutionPermit) g() *grant { return (*AdmissionPermit)(e).g() }
 
@@ -244,7 +296,9 @@ func (p *AdmissionPermit) Tenant() string { return p.g().revision.Tenant }
 func (p *AdmissionPermit) Revision() RevisionIdentity { return p.g().revision }
 
 // EffectiveBudget is the grant: per dimension the minimum of request,
-// capsule, deployment and node ceilings; its wall time is always set.
+// capsule, deployment and node ceilings. Its wall time is always set: the
+// effective deadline minus the admission time, so a caller deadline
+// earlier than the granted wall time shortens it.
 func (p *AdmissionPermit) EffectiveBudget() policy.Budget { return p.g().budget }
 
 // Deadline is the effective deadline, bound once at admission.

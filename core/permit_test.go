@@ -197,10 +197,10 @@ func TestReleaseIsIdempotent(t *testing.T) {
 func TestStaleReleaseCannotFreeAnotherReservation(t *testing.T) {
 	f := newFixture(t, func(p *policy.NodeAdmissionPolicy) { p.Node.Limits.MaxLiveActivations = 1 })
 	old := admit(t, f, "same", 0)
-	ticket := old.ticket
+	ticket := old.state().ticket
 	old.Release()
 	fresh := admit(t, f, "same", 0) // reuses the only entry
-	if fresh.ticket == ticket {
+	if fresh.state().ticket == ticket {
 		t.Fatalf("a reused entry kept its generation: %+v", ticket)
 	}
 	if f.provider.ledger.Release(ticket) {
@@ -302,8 +302,20 @@ func TestMetricsCountAdmissionsAndRejections(t *testing.T) {
 	req.Priority = 99
 	_, _ = f.ctl.AdmitAt(req, at(0))
 	m := f.provider.Metrics()
-	if m.Admitted != 1 || m.Rejected[ReasonActivationIDUnavailable] != 1 || m.Rejected[ReasonPriorityNotAuthorized] != 1 || len(m.Rejected) != 2 {
+	if by := m.RejectedByReason(); m.Admitted != 1 || by[ReasonActivationIDUnavailable] != 1 || by[ReasonPriorityNotAuthorized] != 1 || len(by) != 2 {
 		t.Fatalf("metrics %+v", m)
+	}
+	if len(m.Rejected) != len(AllErrors()) {
+		t.Fatalf("%d rejection counters, want one per error (%d)", len(m.Rejected), len(AllErrors()))
+	}
+	for i, r := range m.Rejected {
+		want := int64(0)
+		if r.Err == errDuplicate.err() || r.Err == errNodePriority.err() {
+			want = 1
+		}
+		if r.Err != AllErrors()[i] || r.Count != want {
+			t.Fatalf("counter %d: %v %d, want %v %d", i, r.Err, r.Count, AllErrors()[i], want)
+		}
 	}
 	p.Release()
 }

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"reflect"
+
 	"latent.dev/admission/core/atomicledger"
 	"latent.dev/admission/core/deadline"
 	"latent.dev/admission/policy"
@@ -73,6 +75,12 @@ func (p *LocalQuotaProvider) Controller(source RevisionPolicySource, load NodeLo
 	if clock == nil {
 		clock = deadline.System{}
 	}
+	if isNilPointer(load) {
+		load = nil // fails closed: no sample
+	}
+	if isNilPointer(source) {
+		source = nil // fails closed: no revision is available
+	}
 	return &AdmissionController{provider: p, source: source, load: load, clock: clock}
 }
 
@@ -135,3 +143,17 @@ func (p *LocalQuotaProvider) CellClassSnapshot(class policy.CellClass) (live uin
 
 // LiveReservations is the number of live reservations on the node.
 func (p *LocalQuotaProvider) LiveReservations() int { return p.ledger.LiveEntries() }
+
+// isNilPointer reports whether v is nil or an interface holding a nil
+// pointer, map, function, channel or slice: a typed nil would otherwise
+// pass a nil check and fault on its first call.
+func isNilPointer(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return r.IsNil()
+	}
+	return false
+}

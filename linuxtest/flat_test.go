@@ -139,7 +139,7 @@ func setUp(t *testing.T) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	load := core.NewNodeLoadState()
+	load := core.NewNodeLoadState(time.Minute, nil)
 	if err := load.Publish(core.LoadSample{Sequence: 1, ObservedAt: time.Now(), CPUPressure: 0.1, MemoryPressure: 0.1}); err != nil {
 		t.Fatal(err)
 	}
@@ -174,11 +174,11 @@ func (n *node) rejectTargets(t *testing.T, prefix string, count int) map[core.Re
 			req.Revision.Tenant = req.Principal.Tenant
 		}
 		_, err := n.ctl.AdmitNow(req)
-		e, ok := err.(*core.Error)
+		e, ok := err.(core.Error)
 		if !ok {
 			t.Fatalf("target %d: got %v", i, err)
 		}
-		reasons[e.Reason]++
+		reasons[e.Reason()]++
 	}
 	return reasons
 }

@@ -170,7 +170,7 @@ func (s *soak) invokeOnce(pipe *pipeline.Pipeline, rng *rand.Rand, w int) (strin
 	begin := time.Now()
 	_, err = pipe.Invoke(ctx, s.base.WithPolicySource(pin), req, []byte(input))
 	took := time.Since(begin)
-	var ce *core.Error
+	var ce core.Error
 	if errors.As(err, &ce) {
 		s.rejected.Add(1)
 	} else {
@@ -182,7 +182,7 @@ func (s *soak) invokeOnce(pipe *pipeline.Pipeline, rng *rand.Rand, w int) (strin
 	case errors.As(err, &ce):
 		// A rejected request backs off a little, as a client would.
 		time.Sleep(100 * time.Microsecond)
-		return "rejected " + string(ce.Reason), took
+		return "rejected " + string(ce.Reason()), took
 	case errors.Is(err, context.Canceled):
 		return "caller cancelled", took
 	}

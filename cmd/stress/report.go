@@ -120,13 +120,14 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "\nsoak: %s with %d workers, seed %d\n", r.elapsed.Round(time.Millisecond), r.workers, r.seed)
 	fmt.Fprintf(w, "admitted   %d (%.0f/s)\nrejected   %d (%.0f/s)\n", r.admitted, float64(r.admitted)/secs, r.rejected, float64(r.rejected)/secs)
 	fmt.Fprintf(w, "rejections by reason (library counters):\n")
-	reasons := make([]string, 0, len(r.metrics.Rejected))
-	for reason := range r.metrics.Rejected {
+	byReason := r.metrics.RejectedByReason()
+	reasons := make([]string, 0, len(byReason))
+	for reason := range byReason {
 		reasons = append(reasons, string(reason))
 	}
 	sort.Strings(reasons)
 	for _, reason := range reasons {
-		fmt.Fprintf(w, "  %-34s %d\n", reason, r.metrics.Rejected[core.Reason(reason)])
+		fmt.Fprintf(w, "  %-34s %d\n", reason, byReason[core.Reason(reason)])
 	}
 	fmt.Fprintf(w, "admit latency p50 %v  p99 %v  p99.9 %v  (%d samples)\n",
 		r.latency.quantile(0.5), r.latency.quantile(0.99), r.latency.quantile(0.999), r.latency.total)

@@ -54,7 +54,8 @@ func newSoak(cfg config, pol *policy.NodeAdmissionPolicy, file catalog.File, out
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	s := &soak{cfg: cfg, out: out, provider: provider, load: core.NewNodeLoadState(), catalog: cat, file: file}
+	s := &soak{cfg: cfg, out: out, provider: provider, load: core.NewNodeLoadState(provider.Policy().Node().Overload.MaximumObservationAge, nil),
+		catalog: cat, file: file}
 	s.base = provider.Controller(nil, s.load, nil)
 	s.pushPin(cat.Pin())
 	s.templates = templatesFor(pol, cat.Pin())
@@ -236,11 +237,10 @@ func (s *soak) reclaim(abandoned int64) int64 {
 
 // since is the counters' growth from an earlier reading.
 func since(now, earlier core.Metrics) core.Metrics {
-	d := core.Metrics{Admitted: now.Admitted - earlier.Admitted, Leaked: now.Leaked - earlier.Leaked, Rejected: map[core.Reason]int64{}}
-	for reason, n := range now.Rejected {
-		if n -= earlier.Rejected[reason]; n != 0 {
-			d.Rejected[reason] = n
-		}
+	d := core.Metrics{Admitted: now.Admitted - earlier.Admitted, Leaked: now.Leaked - earlier.Leaked,
+		Rejected: make([]core.RejectionCount, len(now.Rejected))}
+	for i, r := range now.Rejected {
+		d.Rejected[i] = core.RejectionCount{Err: r.Err, Count: r.Count - earlier.Rejected[i].Count}
 	}
 	return d
 }

@@ -165,7 +165,7 @@ func (c *Controller) admit(req *core.AdmissionRequest, now time.Time, resample f
 			revision: core.RevisionIdentity{Tenant: req.Revision.Tenant, Service: req.Revision.Service,
 				Route: req.Revision.Route, Contract: req.Revision.Contract, Function: req.Revision.Function,
 				Revision: req.Revision.Revision, Release: req.Revision.Release, Generation: req.Revision.Generation},
-			budget:     granted,
+			budget:     shortened(granted, effectiveDeadline.Sub(admittedAt)),
 			deadline:   effectiveDeadline,
 			admittedAt: admittedAt,
 			obligations: core.Obligations{
@@ -217,4 +217,10 @@ func bindDeadline(now time.Time, wall time.Duration, caller policy.Optional[int6
 		}
 	}
 	return now.Add(remaining)
+}
+
+// shortened is the grant with the wall time the effective deadline leaves.
+func shortened(b policy.Budget, wall time.Duration) policy.Budget {
+	b.WallTime = policy.Some(wall)
+	return b
 }

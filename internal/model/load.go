@@ -6,12 +6,16 @@ import (
 	"time"
 
 	"latent.dev/admission/core"
+	"latent.dev/admission/core/deadline"
 )
 
 // LoadState is the reference node load state: a trusted sampler publishes
 // into it and controllers read the current sample from it. It satisfies
 // core.NodeLoadSource. mu guards every field.
 type LoadState struct {
+	maxAge time.Duration
+	clock  deadline.Clock
+
 	mu       sync.Mutex
 	current  *core.LoadSample // nil: fail closed
 	accepted bool             // some sample was ever accepted
@@ -19,11 +23,20 @@ type LoadState struct {
 	lastSeen time.Time        // of the last accepted sample
 }
 
+// NewLoadState returns a state with no sample that refuses publishes
+// observed later than clock's reading by more than maxAge. A zero
+// LoadState has no clock and does not judge the lead.
+func NewLoadState(maxAge time.Duration, clock deadline.Clock) *LoadState {
+	return &LoadState{maxAge: maxAge, clock: clock}
+}
+
 // Publish accepts s if both pressures are numbers in [0, 1], no queue
 // delay is negative and, after the first accepted sample, the sequence
 // exceeds the last accepted one and the observation time does not precede
-// it. Anything else is rejected, and the state fails closed until a valid
-// later sample arrives. Age is judged when admitting, not here.
+// it, and it was not observed more than the maximum age after the clock's
+// reading now. Anything else is rejected, the baseline stays as it was,
+// and the state fails closed until a valid later sample arrives. Other
+// ages are judged when admitting, not here.
 func (l *LoadState) Publish(s core.LoadSample) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -34,6 +47,9 @@ func (l *LoadState) Publish(s core.LoadSample) error {
 		}
 	}
 	if l.accepted && (s.Sequence <= l.lastSeq || s.ObservedAt.Before(l.lastSeen)) {
+		valid = false
+	}
+	if l.clock != nil && s.ObservedAt.Sub(l.clock.Now()) > l.maxAge {
 		valid = false
 	}
 	if !valid {
@@ -64,12 +80,12 @@ func (l *LoadState) PublishMillis(s core.LoadSampleMillis) error {
 	return l.Publish(sample)
 }
 
-// Clear withdraws the current sample; ordering against earlier samples is
-// kept.
+// Clear withdraws the current sample and forgets the baseline.
 func (l *LoadState) Clear() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.current = nil
+	l.accepted = false
 }
 
 // CurrentLoad returns the current sample, if any.

@@ -143,7 +143,8 @@ func (p *Permit) Tenant() string { return p.g().revision.Tenant }
 // Revision is the verified revision identity.
 func (p *Permit) Revision() core.RevisionIdentity { return p.g().revision }
 
-// EffectiveBudget is the grant.
+// EffectiveBudget is the grant, its wall time from admission to the
+// effective deadline.
 func (p *Permit) EffectiveBudget() policy.Budget { return p.g().budget }
 
 // Deadline is the effective deadline bound at admission.

@@ -37,6 +37,7 @@ type runner struct {
 	provider *core.LocalQuotaProvider
 	base     *core.AdmissionController
 	load     *core.NodeLoadState
+	clock    *stepClock // reads the current step's time
 	catalog  *catalog.Catalog
 	pins     map[string]*catalog.Pin
 	newest   *catalog.Pin
@@ -60,10 +61,11 @@ func (s *Scenario) Run() ([]Result, error) {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
 	r := &runner{
-		s: s, provider: provider, load: core.NewNodeLoadState(), catalog: cat,
+		s: s, provider: provider, clock: &stepClock{now: s.Epoch}, catalog: cat,
 		pins: map[string]*catalog.Pin{}, permits: map[string]*heldPermit{},
 	}
-	r.base = provider.Controller(nil, r.load, nil)
+	r.load = core.NewNodeLoadState(provider.Policy().Node().Overload.MaximumObservationAge, r.clock)
+	r.base = provider.Controller(nil, r.load, r.clock)
 	r.takePin("initial")
 	defer func() {
 		if r.tempDir != "" {
@@ -77,7 +79,9 @@ func (s *Scenario) Run() ([]Result, error) {
 	results := make([]Result, 0, len(s.Steps))
 	for i := range s.Steps {
 		st := &s.Steps[i]
-		answer := r.step(st, s.Epoch.Add(st.At))
+		now := s.Epoch.Add(st.At)
+		r.clock.now = now
+		answer := r.step(st, now)
 		res := Result{Index: i, Op: st.Op, Answer: answer}
 		if st.Expect != nil {
 			res.Mismatches = Compare(st.Expect, answer)
@@ -97,10 +101,10 @@ func (r *runner) takePin(name string) *catalog.Pin {
 func okAnswer() Answer { return Answer{"ok": true} }
 
 func failure(err error) Answer {
-	var e *core.Error
+	var e core.Error
 	if errors.As(err, &e) {
-		return Answer{"ok": false, "code": string(e.Code), "scope": string(e.Scope), "dimension": string(e.Dimension),
-			"reason": string(e.Reason), "retryable": e.Retryable}
+		return Answer{"ok": false, "code": string(e.Code()), "scope": string(e.Scope()), "dimension": string(e.Dimension()),
+			"reason": string(e.Reason()), "retryable": e.Retryable()}
 	}
 	return Answer{"ok": false, "error": err.Error()}
 }
@@ -271,3 +275,10 @@ func (r *runner) restart() Answer {
 	r.catalog = reopened
 	return okAnswer()
 }
+
+// stepClock is the virtual clock: it reads the time of the step being run,
+// so that the load state judges a publish against the step's time.
+type stepClock struct{ now time.Time }
+
+func (c *stepClock) Now() time.Time                  { return c.now }
+func (c *stepClock) Since(t time.Time) time.Duration { return c.now.Sub(t) }

@@ -59,6 +59,14 @@ func TestScenariosPass(t *testing.T) {
 				if s.Steps[r.Index].Expect != nil {
 					checked++
 				}
+				// The effective budget's wall time is what the effective
+				// deadline leaves after the admission time.
+				if r.Op == "admit" && r.Answer["ok"] == true {
+					wall := r.Answer["budget"].(Answer)["wall_time_ms"].(int64)
+					if left := r.Answer["deadline_at_ms"].(int64) - s.Steps[r.Index].At.Milliseconds(); wall != left {
+						t.Errorf("step %d: budget wall time %d ms, but the deadline leaves %d ms", r.Index, wall, left)
+					}
+				}
 			}
 			if checked == 0 {
 				t.Error("the scenario checks nothing")

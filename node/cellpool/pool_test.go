@@ -336,8 +336,8 @@ func TestDegradedClassStopsAdmissionUntilPoolAgrees(t *testing.T) {
 
 func wantInfeasible(t *testing.T, err error, retryable bool) {
 	t.Helper()
-	var e *core.Error
-	if !errors.As(err, &e) || e.Reason != core.ReasonQueueDeadlineInfeasible || e.Retryable != retryable {
+	var e core.Error
+	if !errors.As(err, &e) || e.Reason() != core.ReasonQueueDeadlineInfeasible || e.Retryable() != retryable {
 		t.Fatalf("got %v, want queue-deadline-infeasible retryable=%v", err, retryable)
 	}
 }

@@ -62,7 +62,7 @@ func Example() {
 		Function: "resize", Revision: "rev-1", Release: "rel-1", Generation: 1}
 	source := &oneRevision{rev: rev, policy: policy.RevisionPolicy{TrustClass: "standard", Backend: "wasm",
 		Threading: policy.SingleThreaded, StateModel: "stateless"}}
-	load := core.NewNodeLoadState()
+	load := core.NewNodeLoadState(provider.Policy().Node().Overload.MaximumObservationAge, nil)
 	controller := provider.Controller(source, load, nil)
 
 	backend := synthetic.New(synthetic.ByInput(map[string]synthetic.Behavior{

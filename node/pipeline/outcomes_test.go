@@ -244,8 +244,8 @@ func TestQueuedPathsThroughThePipeline(t *testing.T) {
 		waiting = append(waiting, a)
 	}
 	_, err = r.pipe.Invoke(context.Background(), r.node.Controller, nodetest.Request(nodetest.Ask{Priority: 7}), nil)
-	var e *core.Error
-	if !errors.As(err, &e) || e.Scope != core.ScopeQueueClass {
+	var e core.Error
+	if !errors.As(err, &e) || e.Scope() != core.ScopeQueueClass {
 		t.Fatalf("overflow: %v", err)
 	}
 	close(hold)

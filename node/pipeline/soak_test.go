@@ -132,17 +132,17 @@ func soak(t *testing.T, workers, total int) {
 	if r.node.Provider.Metrics().Leaked != 0 {
 		t.Fatal("a permit was reclaimed by the garbage collector instead of released")
 	}
-	t.Logf("%d calls: %v; runner %v; quarantined %d; rejections %v", issued, tally, rs.Outcomes, rs.Quarantined, r.node.Provider.Metrics().Rejected)
+	t.Logf("%d calls: %v; runner %v; quarantined %d; rejections %v", issued, tally, rs.Outcomes, rs.Quarantined, r.node.Provider.Metrics().RejectedByReason())
 }
 
 // classifyErr sorts an Invoke error into what the soak allows.
 func classifyErr(t *testing.T, err error) string {
-	var ce *core.Error
+	var ce core.Error
 	switch {
 	case err == nil:
 		return "success"
 	case errors.As(err, &ce):
-		if !ce.Retryable {
+		if !ce.Retryable() {
 			t.Errorf("non-retryable admission rejection: %v", err)
 		}
 		return "rejected"

@@ -145,8 +145,8 @@ func (s *Scheduler) start(it *item, lease *cellpool.Lease) {
 		// back clean.
 		lease.Release()
 		it.cancel()
-		var ce *core.Error
-		if errors.As(err, &ce) && ce.Code == core.CodeDeadlineExceeded {
+		var ce core.Error
+		if errors.As(err, &ce) && ce.Code() == core.CodeDeadlineExceeded {
 			err = ErrExpired
 			s.stats.expired.Inc()
 		} else {

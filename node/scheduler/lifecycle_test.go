@@ -142,8 +142,8 @@ func TestAdmissionBoundsTheQueueFirst(t *testing.T) {
 		jobs = append(jobs, j)
 	}
 	_, err := r.node.Controller.AdmitNow(nodetest.Request(nodetest.Ask{Priority: 7}))
-	var e *core.Error
-	if !errors.As(err, &e) || e.Scope != core.ScopeQueueClass || e.Reason != core.ReasonCapacityExhausted {
+	var e core.Error
+	if !errors.As(err, &e) || e.Scope() != core.ScopeQueueClass || e.Reason() != core.ReasonCapacityExhausted {
 		t.Fatalf("got %v, want queue-class capacity-exhausted", err)
 	}
 	release()

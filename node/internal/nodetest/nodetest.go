@@ -128,7 +128,8 @@ func New(t testing.TB, mutate func(*policy.NodeAdmissionPolicy)) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{Provider: provider, Load: core.NewNodeLoadState(), Source: &Source{policy: RevisionPolicy()}}
+	n := &Node{Provider: provider, Load: core.NewNodeLoadState(provider.Policy().Node().Overload.MaximumObservationAge, nil),
+		Source: &Source{policy: RevisionPolicy()}}
 	n.Controller = provider.Controller(n.Source, n.Load, nil)
 	n.Publish(t, core.LoadSample{CPUPressure: 0.1, MemoryPressure: 0.1})
 	return n

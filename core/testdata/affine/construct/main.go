@@ -5,6 +5,6 @@ package main
 import "latent.dev/admission/core"
 
 func main() {
-	p := &core.AdmissionPermit{ledger: nil, state: 1}
+	p := &core.AdmissionPermit{self: 1}
 	p.Release()
 }
