@@ -1,10 +1,12 @@
 // Command admissionctl is the operator's tool for admission: it validates
 // policy and catalog files before they are rolled out, and replays
-// scenario files to explain a decision offline.
+// scenario files to explain a decision offline; load prints the load
+// sample the node's sampler would publish.
 //
 //	admissionctl validate policy FILE
 //	admissionctl validate catalog FILE [--policy FILE]
 //	admissionctl replay [--check] FILE...
+//	admissionctl load [-proc DIR] [-cgroup DIR]
 //
 // Exit status: 0 when everything is valid (or every check passed), 1 when a
 // file has problems (one line per problem, `path: message`), 2 on misuse.
