@@ -10,8 +10,12 @@ import (
 const MinimumGeneratedIdentifierBytes = 83
 
 // ValidIdentifier reports whether s obeys the identifier rules: not empty,
-// at most maxBytes bytes, valid UTF-8, and free of white space and control
-// characters in Unicode's sense (unicode.IsSpace, unicode.IsControl).
+// at most maxBytes bytes, valid UTF-8, and free of white space, control
+// and format characters in Unicode's sense (unicode.IsSpace,
+// unicode.IsControl, unicode.Cf). Format characters (bidirectional
+// overrides and isolates, zero-width characters, the byte-order mark) are
+// refused so that no identifier can be made to look like another in a log
+// or an error report.
 func ValidIdentifier(s string, maxBytes uint32) bool {
 	n := len(s)
 	if n == 0 || uint64(n) > uint64(maxBytes) {
@@ -83,13 +87,15 @@ func suspicious(w uint64) uint64 {
 	return (w | (w-ones*0x21) & ^w | (del-ones) & ^del) & high
 }
 
+// validRunes applies the rule rune by rune; every format character is
+// outside ASCII, so only this path needs to look for them.
 func validRunes(s string) bool {
 	for len(s) > 0 {
 		r, size := utf8.DecodeRuneInString(s)
 		if r == utf8.RuneError && size <= 1 {
 			return false
 		}
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
 			return false
 		}
 		s = s[size:]

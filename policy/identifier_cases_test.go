@@ -61,6 +61,9 @@ var badIdentifiers = []struct {
 	{"with a control character", "a\x01b"},
 	{"with DEL", "a\x7fb"},
 	{"with a next-line control", "a\u0085b"},
+	{"with a right-to-left override", "a\u202eb"},
+	{"with a zero-width space", "a\u200bb"},
+	{"with a byte-order mark", "\ufeffab"},
 	{"one byte too long", strings.Repeat("x", 65)},
 	{"one multi-byte rune too long", strings.Repeat("é", 32) + "x"},
 }

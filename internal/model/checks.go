@@ -35,14 +35,14 @@ func checkMetadata(req *core.AdmissionRequest, node *policy.NodePolicy) error {
 }
 
 // validIdentifier is SPEC.md's identifier rule, written out directly: not
-// empty, at most maxBytes bytes, UTF-8, no white space or control
+// empty, at most maxBytes bytes, UTF-8, no white space, control or format
 // character in Unicode's sense.
 func validIdentifier(s string, maxBytes uint32) bool {
 	if s == "" || uint64(len(s)) > uint64(maxBytes) || !utf8.ValidString(s) {
 		return false
 	}
 	for _, r := range s {
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
 			return false
 		}
 	}
