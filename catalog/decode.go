@@ -33,7 +33,7 @@ func DecodeCatalogValue(d *strictjson.Decoder, v *strictjson.Value, requireCapac
 	local := strictjson.NewDecoder(nil)
 	root := local.Object(v)
 	f := File{Capacity: GenerousCapacity}
-	capacityPath := strictjson.JoinKey(v.Path, "capacity")
+	capacityPath := strictjson.JoinKey(v.Path(), "capacity")
 	if requireCapacity || root.Has("capacity") {
 		co := root.Object("capacity")
 		f.Capacity = Capacity{MaxRevisions: co.Uint64("max_revisions"), MaxPolicyBytes: co.Uint64("max_policy_bytes")}
@@ -54,13 +54,13 @@ func DecodeCatalogValue(d *strictjson.Decoder, v *strictjson.Value, requireCapac
 	seen := map[DeploymentKey]int{}
 	for i := range f.Deployments {
 		dep := &f.Deployments[i]
-		validateDeployment(dep, items[i].Path, sink)
+		validateDeployment(dep, items[i].Path(), sink)
 		if !policy.ValidIdentifier(dep.Tenant, MaxNameBytes) || !policy.ValidIdentifier(dep.Service, MaxNameBytes) {
 			continue
 		}
 		key := DeploymentKey{dep.Tenant, dep.Service}
 		if first, dup := seen[key]; dup {
-			sink(items[i].Path, "duplicates %s (same tenant and service)", items[first].Path)
+			sink(items[i].Path(), "duplicates %s (same tenant and service)", items[first].Path())
 		} else {
 			seen[key] = i
 		}
@@ -98,7 +98,7 @@ func DecodeDeploymentValue(d *strictjson.Decoder, v *strictjson.Value) Deploymen
 	local := strictjson.NewDecoder(nil)
 	dep := decodeDeployment(local, v)
 	var semantic strictjson.Problems
-	validateDeployment(&dep, v.Path, func(path, format string, args ...any) {
+	validateDeployment(&dep, v.Path(), func(path, format string, args ...any) {
 		semantic = append(semantic, strictjson.Problem{Path: path, Message: fmt.Sprintf(format, args...)})
 	})
 	merge(d, local.Problems(), semantic)
@@ -150,7 +150,7 @@ func decodePolicy(d *strictjson.Decoder, o *strictjson.Object) policy.RevisionPo
 			if t, ok := policy.ParseThreading(s); ok {
 				p.Threading = t
 			} else {
-				d.Problemf(tv.Path, "must be single or multi")
+				d.ProblemAt(tv, "must be single or multi")
 			}
 		}
 	}

@@ -72,7 +72,7 @@ func Decode(data []byte) (*Scenario, error) {
 		s.Policy = policy.DecodePolicyValue(d, v)
 		if len(d.Problems()) == before {
 			for _, p := range strictjson.AsProblems(s.Policy.Validate()) {
-				d.Problemf(strictjson.JoinKey("policy", p.Path), "%s", p.Message)
+				d.Problemf(strictjson.Within("policy", p.Path), "%s", p.Message)
 			}
 		}
 	}
@@ -98,7 +98,7 @@ func decodeStep(d *strictjson.Decoder, v *strictjson.Value, last time.Duration) 
 	if at, ok := o.Optional("at_ms"); ok {
 		if ms, ok := d.Millis(at); ok {
 			if ms < last {
-				d.Problemf(at.Path, "goes backwards (the previous step is at %d ms)", last.Milliseconds())
+				d.ProblemAt(at, "goes backwards (the previous step is at %d ms)", last.Milliseconds())
 			} else {
 				st.At = ms
 			}
@@ -106,7 +106,7 @@ func decodeStep(d *strictjson.Decoder, v *strictjson.Value, last time.Duration) 
 	}
 	if e, ok := o.Optional("expect"); ok {
 		if e.Kind != strictjson.ObjectKind {
-			d.Problemf(e.Path, "expected an object, got %s", e.Kind)
+			d.ProblemAt(e, "expected an object, got %s", e.Kind)
 		} else {
 			st.Expect = e
 		}
@@ -160,12 +160,12 @@ func decodeSample(d *strictjson.Decoder, o *strictjson.Object, st *Step) {
 	st.Sample.MemoryPressure = o.Float("memory")
 	if qv, ok := o.Optional("queue_delay_ms"); ok {
 		if qv.Kind != strictjson.ObjectKind {
-			d.Problemf(qv.Path, "expected an object, got %s", qv.Kind)
+			d.ProblemAt(qv, "expected an object, got %s", qv.Kind)
 		}
 		for _, m := range qv.Members {
 			class, ok := policy.ParseCellClass(m.Key)
 			if !ok {
-				d.Problemf(m.Value.Path, "is not a cell class (tiny, small, standard, large, extra-large)")
+				d.ProblemAt(m.Value, "is not a cell class (tiny, small, standard, large, extra-large)")
 				continue
 			}
 			// Negative or oversized delays decode: publishing them is what

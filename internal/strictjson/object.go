@@ -7,66 +7,99 @@ import (
 
 // Object reads the keys of one JSON object.
 type Object struct {
-	d       *Decoder
-	path    string
+	d *Decoder
+	// Where the object is: its value, or, for a key that was missing, the
+	// object holding it and the key. The path is built only on demand.
+	value  *Value
+	parent *Object
+	key    string
+
 	members []Member
-	used    map[string]bool
+	used    []bool // parallel to members: asked for by a reader
 	broken  bool
 }
 
 // Path is the object's JSON path.
-func (o *Object) Path() string { return o.path }
+func (o *Object) Path() string {
+	switch {
+	case o.value != nil:
+		return o.value.Path()
+	case o.parent != nil:
+		return JoinKey(o.parent.Path(), o.key)
+	}
+	return ""
+}
 
 // Has reports whether the object holds key.
 func (o *Object) Has(key string) bool {
-	_, ok := o.lookup(key)
-	return ok
+	return o.lookup(key) >= 0
 }
 
-func (o *Object) lookup(key string) (*Value, bool) {
-	for _, m := range o.members {
+func (o *Object) lookup(key string) int {
+	for i, m := range o.members {
 		if m.Key == key {
-			return m.Value, true
+			return i
 		}
 	}
-	return nil, false
+	return -1
 }
 
 // Get returns the value of a required key, recording "missing" if absent.
 func (o *Object) Get(key string) (*Value, bool) {
-	o.used[key] = true
-	v, ok := o.lookup(key)
-	if !ok {
+	i := o.lookup(key)
+	if i < 0 {
 		if !o.broken {
-			o.d.Problemf(JoinKey(o.path, key), "missing")
+			o.problem(key, "missing")
 		}
 		return nil, false
 	}
-	return v, true
+	o.used[i] = true
+	return o.members[i].Value, true
+}
+
+// problem records a problem at one of the object's keys.
+func (o *Object) problem(key, message string) {
+	if !o.d.problems.room() {
+		o.d.problems.truncated = true
+		return
+	}
+	o.d.problems.add(Problem{Path: JoinKey(o.Path(), key), Message: message})
 }
 
 // Optional returns the value of an optional key; a JSON null counts as
 // absent.
 func (o *Object) Optional(key string) (*Value, bool) {
-	o.used[key] = true
-	v, ok := o.lookup(key)
-	if !ok || v.Kind == Null {
+	i := o.lookup(key)
+	if i < 0 {
 		return nil, false
 	}
-	return v, true
+	o.used[i] = true
+	if v := o.members[i].Value; v.Kind != Null {
+		return v, true
+	}
+	return nil, false
 }
 
-// Done records every key that no reader asked for as unknown.
+// Done records every key that no reader asked for as unknown, in key
+// order.
 func (o *Object) Done() {
 	var unknown []string
-	for _, m := range o.members {
-		if !o.used[m.Key] {
+	for i, m := range o.members {
+		if !o.used[i] {
 			unknown = append(unknown, m.Key)
 		}
 	}
+	if len(unknown) == 0 {
+		return
+	}
 	sort.Strings(unknown)
+	path := o.Path()
 	for _, k := range unknown {
-		o.d.Problemf(JoinKey(o.path, k), "unknown key")
+		if !o.d.problems.room() {
+			o.d.problems.truncated = true
+			return
+		}
+		o.d.problems.add(Problem{Path: JoinKey(path, k), Message: "unknown key"})
 	}
 }
 
@@ -146,7 +179,7 @@ func (o *Object) Strings(key string) []string {
 func (o *Object) Object(key string) *Object {
 	v, ok := o.Get(key)
 	if !ok {
-		return &Object{d: o.d, path: JoinKey(o.path, key), used: map[string]bool{}, broken: true}
+		return &Object{d: o.d, parent: o, key: key, broken: true}
 	}
 	return o.d.Object(v)
 }

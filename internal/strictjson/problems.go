@@ -2,7 +2,7 @@ package strictjson
 
 import (
 	"errors"
-	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -12,11 +12,13 @@ type Problem struct {
 	Message string
 }
 
+// String renders the problem as one line, `path: message`, with every
+// unprintable character escaped (see [Printable]).
 func (p Problem) String() string {
 	if p.Path == "" {
-		return p.Message
+		return Printable(p.Message)
 	}
-	return p.Path + ": " + p.Message
+	return Printable(p.Path) + ": " + Printable(p.Message)
 }
 
 // Problems is every problem found in a document, in the order found. It is
@@ -44,15 +46,35 @@ func AsProblems(err error) Problems {
 	return Problems{{Message: err.Error()}}
 }
 
-// JoinKey appends an object key to a path.
-func JoinKey(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
+// tooMany ends a list that reached MaxProblems.
+var tooMany = Problem{Message: "too many problems: only the first " + strconv.Itoa(MaxProblems) + " are listed"}
+
+// problemList keeps at most MaxProblems problems and remembers whether
+// more were dropped. Callers check room before building a problem's path,
+// so a document with a million problems costs no more than one with a
+// thousand.
+type problemList struct {
+	items     Problems
+	truncated bool
 }
 
-// Index appends an array index to a path.
-func Index(path string, i int) string {
-	return fmt.Sprintf("%s[%d]", path, i)
+func (l *problemList) room() bool { return len(l.items) < MaxProblems }
+
+func (l *problemList) add(p Problem) {
+	switch {
+	case p == tooMany:
+		l.truncated = true
+	case l.room():
+		l.items = append(l.items, p)
+	default:
+		l.truncated = true
+	}
+}
+
+// list returns the problems, ending with tooMany when some were dropped.
+func (l *problemList) list() Problems {
+	if !l.truncated {
+		return l.items
+	}
+	return append(l.items[:len(l.items):len(l.items)], tooMany)
 }

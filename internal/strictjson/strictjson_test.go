@@ -43,7 +43,7 @@ func assertProblems(t *testing.T, got strictjson.Problems, want ...string) {
 
 func TestParseKeepsOrderAndPaths(t *testing.T) {
 	v := mustParse(t, `{"b": [1, {"c": "x"}], "a": null, "t": true}`)
-	if v.Kind != strictjson.ObjectKind || v.Path != "" || len(v.Members) != 3 {
+	if v.Kind != strictjson.ObjectKind || v.Path() != "" || len(v.Members) != 3 {
 		t.Fatalf("root = %+v", v)
 	}
 	keys := []string{v.Members[0].Key, v.Members[1].Key, v.Members[2].Key}
@@ -51,14 +51,14 @@ func TestParseKeepsOrderAndPaths(t *testing.T) {
 		t.Errorf("keys = %q, want document order", keys)
 	}
 	b := v.Members[0].Value
-	if b.Kind != strictjson.Array || b.Path != "b" || b.Items[0].Path != "b[0]" || b.Items[0].Number != "1" {
+	if b.Kind != strictjson.Array || b.Path() != "b" || b.Items[0].Path() != "b[0]" || b.Items[0].Number != "1" {
 		t.Errorf("b = %+v", b)
 	}
 	c := b.Items[1].Members[0].Value
-	if c.Path != "b[1].c" || c.Kind != strictjson.String || c.String != "x" {
+	if c.Path() != "b[1].c" || c.Kind != strictjson.String || c.String != "x" {
 		t.Errorf("b[1].c = %+v", c)
 	}
-	if a := v.Members[1].Value; a.Kind != strictjson.Null || a.Path != "a" {
+	if a := v.Members[1].Value; a.Kind != strictjson.Null || a.Path() != "a" {
 		t.Errorf("a = %+v", a)
 	}
 	if tr := v.Members[2].Value; tr.Kind != strictjson.Bool || !tr.Bool {
