@@ -147,6 +147,15 @@ func ruleViolationCases() []ruleCase {
 			want: []want{{"cell_classes[0].parallelism", "must be positive"}},
 		},
 		{
+			name: "cell class parallelism over MaxCellParallelism",
+			edit: func(d *document) { d.set("cell_classes[0].parallelism", policy.MaxCellParallelism+1) },
+			want: []want{{"cell_classes[0].parallelism", fmt.Sprintf("must be at most %d", policy.MaxCellParallelism)}},
+		},
+		{
+			name: "cell class parallelism of MaxCellParallelism is accepted",
+			edit: func(d *document) { d.set("cell_classes[0].parallelism", policy.MaxCellParallelism) },
+		},
+		{
 			name: "cell class threading is empty",
 			edit: func(d *document) { d.set("cell_classes[0].threading", []any{}) },
 			want: []want{{"cell_classes[0].threading", "must list at least one threading model"}},
@@ -171,6 +180,19 @@ func ruleViolationCases() []ruleCase {
 			name: "several priorities in no queue class",
 			edit: func(d *document) { d.set("queue_classes[0].max_priority", 2) },
 			want: []want{{"queue_classes", "priorities 3 to 4 are in no queue class"}},
+		},
+		{
+			name: "a gap ends where the first queue class begins",
+			edit: func(d *document) { d.set("queue_classes[0].min_priority", 3) },
+			want: []want{{"queue_classes", "priorities 0 to 2 are in no queue class"}},
+		},
+		{
+			name: "a gap is reported once with its whole range",
+			edit: func(d *document) {
+				d.set("queue_classes[0].max_priority", 1)
+				d.set("queue_classes[1].min_priority", 7)
+			},
+			want: []want{{"queue_classes", "priorities 2 to 6 are in no queue class"}},
 		},
 		{
 			name: "top priority in no queue class",
@@ -273,6 +295,14 @@ func ruleViolationCases() []ruleCase {
 				d.set("node.maximum_priority", policy.MaxPriority)
 				d.set("queue_classes", []any{queueClass("all", 0, policy.MaxPriority)})
 			},
+		},
+		{
+			name: "a gap at the top of MaxPriority is reported",
+			edit: func(d *document) {
+				d.set("node.maximum_priority", policy.MaxPriority)
+				d.set("queue_classes", []any{queueClass("most", 0, policy.MaxPriority-2)})
+			},
+			want: []want{{"queue_classes", fmt.Sprintf("priorities %d to %d are in no queue class", policy.MaxPriority-1, policy.MaxPriority)}},
 		},
 		{
 			name: "maximum_identifier_bytes is zero",

@@ -16,6 +16,10 @@ const (
 	MaxTrustClasses = 64
 	// MaxFeatures bounds the distinct cell-class features (a bitset).
 	MaxFeatures = 64
+	// MaxCellParallelism bounds cell_classes[].parallelism: the node's
+	// cell pool allocates that many cells at startup and refuses more, so
+	// a policy that validates is one the pool can serve.
+	MaxCellParallelism = 1 << 16
 )
 
 // Validate checks every rule of FILES.md and returns all violations as a
@@ -195,6 +199,8 @@ func (v *validator) cellClasses() map[string]int {
 		}
 		if c.Parallelism == 0 {
 			v.problem(path+".parallelism", "must be positive")
+		} else if c.Parallelism > MaxCellParallelism {
+			v.problem(path+".parallelism", "must be at most %d", MaxCellParallelism)
 		}
 		if len(c.Threading) == 0 {
 			v.problem(path+".threading", "must list at least one threading model")

@@ -7,8 +7,9 @@ import (
 )
 
 // MaxCellsPerClass bounds a class's parallelism, so that a typo in a policy
-// file cannot make New allocate without limit.
-const MaxCellsPerClass = 1 << 16
+// file cannot make New allocate without limit. It is the bound policy
+// validation enforces, so a valid policy always yields a pool.
+const MaxCellsPerClass = policy.MaxCellParallelism
 
 // Config is the pool's startup configuration. It must agree with the
 // admission policy it serves; [ConfigFromPolicy] derives one that does.

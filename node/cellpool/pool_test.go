@@ -219,6 +219,11 @@ func TestNewRejectsUnboundedParallelism(t *testing.T) {
 	if _, err := cellpool.New(cfg); !errors.Is(err, cellpool.ErrTooManyCells) {
 		t.Fatalf("got %v, want ErrTooManyCells", err)
 	}
+	// The largest parallelism a policy validates with builds a pool.
+	cfg.Parallelism[policy.Tiny] = policy.MaxCellParallelism
+	if _, err := cellpool.New(cfg); err != nil {
+		t.Fatalf("parallelism %d: %v", policy.MaxCellParallelism, err)
+	}
 }
 
 func TestConfigFromPolicyAgreesWithAdmission(t *testing.T) {
