@@ -14,7 +14,8 @@ import (
 //
 // A catalog made by [New] lives in memory only; one made by [Create] or
 // [Open] writes its whole state to its store directory after every change,
-// before the change becomes visible.
+// before the change becomes visible, and holds the directory's lock until
+// [Catalog.Close].
 type Catalog struct {
 	capacity Capacity
 	store    *store // nil for an in-memory catalog
@@ -25,6 +26,11 @@ type Catalog struct {
 	// write may have reached the disk, so the number is never handed out
 	// again by this process.
 	issued uint64
+	// persisted is the issued value the store last recorded in a write
+	// that succeeded, guarded by mu; below issued after a failed write.
+	persisted uint64
+	// closed is set by Close, guarded by mu.
+	closed bool
 	// current is written under mu and read without it.
 	current atomic.Pointer[Pin]
 }
@@ -70,11 +76,14 @@ func (c *Catalog) Generation() uint64 { return c.Pin().generation }
 // replacing any earlier one, at a new generation that it returns. An
 // invalid deployment ([ErrInvalidDeployment]), one that would exceed the
 // capacity ([ErrCapacityExceeded]) or a failed store write (*[StoreError])
-// changes nothing that pins can see. Pins taken before keep serving what
-// they held.
+// changes nothing that pins can see; after [Catalog.Close] it returns
+// [ErrClosed]. Pins taken before keep serving what they held.
 func (c *Catalog) Deploy(d Deployment) (uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return 0, ErrClosed
+	}
 	generation, err := c.nextGenerationLocked()
 	if err != nil {
 		return 0, err
@@ -93,10 +102,14 @@ func (c *Catalog) Deploy(d Deployment) (uint64, error) {
 
 // Delete removes the deployment of (tenant, service) at a new generation
 // that it returns, or returns [ErrNotDeployed] and consumes no generation.
+// After [Catalog.Close] it returns [ErrClosed].
 // Pins taken before keep serving the deleted deployment.
 func (c *Catalog) Delete(tenant, service string) (uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return 0, ErrClosed
+	}
 	cur := c.current.Load()
 	if _, ok := cur.deployments[DeploymentKey{tenant, service}]; !ok {
 		return 0, ErrNotDeployed
@@ -106,15 +119,6 @@ func (c *Catalog) Delete(tenant, service string) (uint64, error) {
 		return 0, err
 	}
 	return generation, c.publishLocked(cur.without(DeploymentKey{tenant, service}, generation))
-}
-
-// WriteStore writes the current view to a store in dir (created if
-// needed), replacing any store there atomically. It does not bind the
-// catalog to dir; [Open] does.
-func (c *Catalog) WriteStore(dir string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return writeStore(osFS{}, dir, c.capacity, c.current.Load())
 }
 
 func (c *Catalog) nextGenerationLocked() (uint64, error) {
@@ -129,9 +133,10 @@ func (c *Catalog) nextGenerationLocked() (uint64, error) {
 func (c *Catalog) publishLocked(next *Pin) error {
 	c.issued = next.generation
 	if c.store != nil {
-		if err := writeStore(c.store.fs, c.store.dir, c.capacity, next); err != nil {
+		if err := writeStore(c.store.fs, c.store.dir, c.capacity, next, c.issued); err != nil {
 			return err
 		}
+		c.persisted = c.issued
 	}
 	c.current.Store(next)
 	return nil

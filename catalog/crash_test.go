@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"syscall"
 	"testing"
 )
 
@@ -146,10 +147,14 @@ func TestCrashDuringAStoreWriteLeavesTheOldOrTheNewGeneration(t *testing.T) {
 			if wantLeftover := tt.crashAt != "" && tt.crashAt != "create" && tt.want == "old"; wantLeftover != (len(leftovers) == 1) {
 				t.Fatalf("temporary files after the crash: %v", leftovers)
 			}
+			// The process dies: the kernel drops its lock, and nothing it
+			// would still write reaches the disk (crashFS refuses it all).
+			_ = c.Close()
 			reopened, err := Open(dir)
 			if err != nil {
 				t.Fatalf("after the crash (steps %v) Open = %v", fsys.steps, err)
 			}
+			defer reopened.Close()
 			got := snapshotView(t, reopened.Pin())
 			want := old
 			if tt.want == "new" {
@@ -203,8 +208,103 @@ func TestAFailedStoreWriteIsInvisibleAndSpendsItsGeneration(t *testing.T) {
 	if g := mustDeploy(t, c, weighted("globex", "render", 1)); g != 3 {
 		t.Fatalf("generation after a failed write %d, want 3 (2 is spent)", g)
 	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
 	reopened, err := Open(dir)
 	if err != nil || reopened.Generation() != 3 {
 		t.Fatalf("reopened: %v, %v", reopened, err)
 	}
+	_ = reopened.Close()
+}
+
+// failSyncDirFS fails every directory fsync with EIO, after the rename has
+// put the new store file in place, as a failing disk would.
+type failSyncDirFS struct {
+	osFS
+}
+
+func (failSyncDirFS) SyncDir(string) error { return syscall.EIO }
+
+// TestAFailedDirectoryFsyncIsAFailedChange pins down what doc.go promises
+// when the directory fsync after the rename fails: the change returns an
+// error and is never published; its generation is spent; the new file may
+// be on disk until the catalog's next successful write replaces it.
+func TestAFailedDirectoryFsyncIsAFailedChange(t *testing.T) {
+	setup := func(t *testing.T) (string, *Catalog, uint64) {
+		dir := t.TempDir()
+		c, err := Create(dir, GenerousCapacity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustDeploy(t, c, weighted("acme", "thumbs", 1))
+		before := c.Pin()
+		c.store.fs = failSyncDirFS{}
+		spent, err := c.Deploy(weighted("globex", "render", 1))
+		var se *StoreError
+		if !errors.As(err, &se) || se.Op != "fsync directory" || !errors.Is(err, syscall.EIO) {
+			t.Fatalf("Deploy = %v, want a directory fsync StoreError", err)
+		}
+		if c.Pin() != before || c.Generation() != 1 {
+			t.Fatal("a change whose directory fsync failed became visible")
+		}
+		// The rename happened: the live file system shows the new file.
+		data, err := os.ReadFile(filepath.Join(dir, StoreFileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, pin, _, ferr := decodeStore(data); ferr != nil || pin.Generation() != spent {
+			t.Fatalf("the store file after the failed fsync: %v %+v", pin, ferr)
+		}
+		c.store.fs = osFS{}
+		return dir, c, spent
+	}
+	reopen := func(t *testing.T, dir string) *Catalog {
+		t.Helper()
+		c, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	t.Run("the next change replaces the file with a view without it", func(t *testing.T) {
+		dir, c, spent := setup(t)
+		g := mustDeploy(t, c, weighted("initech", "jobs", 1))
+		if g <= spent {
+			t.Fatalf("generation %d after the failure, %d was spent", g, spent)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r := reopen(t, dir)
+		if _, _, ok := r.Pin().Deployment("globex", "render"); ok || r.Generation() != g {
+			t.Fatalf("reopened at %d; the failed change present: %v", r.Generation(), ok)
+		}
+	})
+	t.Run("Close replaces the file with the published view", func(t *testing.T) {
+		dir, c, spent := setup(t)
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r := reopen(t, dir)
+		if _, _, ok := r.Pin().Deployment("globex", "render"); ok || r.Generation() != 1 {
+			t.Fatalf("reopened at %d; the failed change present: %v", r.Generation(), ok)
+		}
+		if g := mustDeploy(t, r, weighted("initech", "jobs", 1)); g <= spent {
+			t.Fatalf("generation %d after the restart, %d was spent", g, spent)
+		}
+	})
+	t.Run("a process that dies first may leave the change behind", func(t *testing.T) {
+		dir, c, spent := setup(t)
+		c.store.fs = &crashFS{crashed: true}
+		_ = c.Close() // the kernel drops the lock; nothing more is written
+		r := reopen(t, dir)
+		if _, g, ok := r.Pin().Deployment("globex", "render"); !ok || g != spent {
+			t.Fatalf("the renamed file did not survive a process exit: %d %v", g, ok)
+		}
+		if g := mustDeploy(t, r, weighted("initech", "jobs", 1)); g <= spent {
+			t.Fatalf("generation %d after the restart, %d was spent", g, spent)
+		}
+	})
 }

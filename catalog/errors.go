@@ -37,6 +37,17 @@ var (
 	// ErrStoreMissing is returned by [Open] when the store file is absent.
 	ErrStoreMissing = errors.New("missing")
 
+	// ErrStoreInUse is returned by [Open] and [Create], and by
+	// [Catalog.WriteStore] for a directory other than the catalog's own,
+	// when another open catalog, in this process or any other, holds the
+	// directory's lock. The directory is left untouched; the *[StoreError]
+	// that carries it names the directory.
+	ErrStoreInUse = errors.New("in use: another open catalog holds its lock")
+
+	// ErrClosed is returned by [Catalog.Deploy] and [Catalog.Delete] after
+	// [Catalog.Close]. Pins taken before, and [Catalog.Pin], keep working.
+	ErrClosed = errors.New("catalog: closed")
+
 	// ErrChecksumMismatch is returned by [Open] when a record's SHA-256 or
 	// the file digest does not match its content.
 	ErrChecksumMismatch = errors.New("checksum mismatch")

@@ -65,10 +65,15 @@ func Example() {
 	fmt.Println("held pin:", stillOK, "newer pin:", newerOK)
 
 	// After a restart the catalog is the same, generation counter included.
+	// An open store holds its directory's lock: close it before reopening.
+	if err := c.Close(); err != nil {
+		panic(err)
+	}
 	reopened, err := catalog.Open(dir)
 	if err != nil {
 		panic(err)
 	}
+	defer reopened.Close()
 	fmt.Println("reopened at generation", reopened.Generation())
 
 	_, err = reopened.Pin().Resolve(catalog.Target{Tenant: "acme", Service: "thumbs", Route: "crop"}, "user-42")

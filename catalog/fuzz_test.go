@@ -38,11 +38,11 @@ func FuzzOpenStore(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	full, _ := encodeStore(c.Capacity(), c.Pin())
-	empty, _ := encodeStore(GenerousCapacity, emptyPin(0))
+	full, _ := encodeStore(c.Capacity(), c.Pin(), c.Generation())
+	empty, _ := encodeStore(GenerousCapacity, emptyPin(0), 0)
 	small := New(GenerousCapacity)
 	mustDeploy(f, small, weighted("acme", "thumbs", 3, 0, 1))
-	one, _ := encodeStore(GenerousCapacity, small.Pin())
+	one, _ := encodeStore(GenerousCapacity, small.Pin(), small.Generation()+5)
 	for _, seed := range [][]byte{full, empty, one, nil, []byte(storeMagic), one[:len(one)/2]} {
 		f.Add(seed, false)
 		f.Add(seed, true)
@@ -51,7 +51,7 @@ func FuzzOpenStore(f *testing.F) {
 		if resealed {
 			data = reseal(data)
 		}
-		capacity, pin, ferr := decodeStore(data)
+		capacity, pin, issued, ferr := decodeStore(data)
 		if ferr != nil {
 			if pin != nil || ferr.reason == nil {
 				t.Fatalf("a refusal returned a view or no reason: %+v", ferr)
@@ -59,15 +59,15 @@ func FuzzOpenStore(f *testing.F) {
 			return
 		}
 		// Whatever opens must survive a rewrite unchanged.
-		again, err := encodeStore(capacity, pin)
+		again, err := encodeStore(capacity, pin, issued)
 		if err != nil {
 			t.Fatal(err)
 		}
-		capacity2, pin2, ferr := decodeStore(again)
+		capacity2, pin2, issued2, ferr := decodeStore(again)
 		if ferr != nil {
 			t.Fatalf("a rewritten store does not open: %+v", ferr)
 		}
-		if capacity != capacity2 || !reflect.DeepEqual(snapshotView(t, pin), snapshotView(t, pin2)) {
+		if capacity != capacity2 || issued != issued2 || !reflect.DeepEqual(snapshotView(t, pin), snapshotView(t, pin2)) {
 			t.Fatal("a rewritten store opens differently")
 		}
 	})
@@ -94,11 +94,11 @@ func FuzzDecodeCatalog(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a valid file does not deploy: %v", err)
 		}
-		stored, err := encodeStore(c.Capacity(), c.Pin())
+		stored, err := encodeStore(c.Capacity(), c.Pin(), c.Generation())
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, pin, ferr := decodeStore(stored)
+		_, pin, _, ferr := decodeStore(stored)
 		if ferr != nil {
 			t.Fatalf("a valid catalog does not reopen: %+v", ferr)
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,7 +15,8 @@ import (
 )
 
 // storeWithHistory makes a store-backed catalog holding good.json, one
-// replacement and one deletion, so generations are not just 1..n.
+// replacement and one deletion, so generations are not just 1..n. The
+// catalog is open, holding dir, until the test closes it or ends.
 func storeWithHistory(t *testing.T, dir string) *Catalog {
 	t.Helper()
 	f := goodFile(t)
@@ -22,6 +24,7 @@ func storeWithHistory(t *testing.T, dir string) *Catalog {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = c.Close() })
 	for _, d := range f.Deployments {
 		mustDeploy(t, c, d)
 	}
@@ -40,11 +43,15 @@ func TestRestartRebuildsIdenticalCatalog(t *testing.T) {
 	before := snapshotView(t, c.Pin())
 	rev := mustResolve(t, c.Pin(), Target{"globex", "render", "frame"}, "k")
 	policyBefore, _ := c.Pin().RevisionPolicy(rev)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	reopened, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer reopened.Close()
 	after := snapshotView(t, reopened.Pin())
 	if !reflect.DeepEqual(before, after) {
 		t.Fatalf("reopened catalog differs:\nbefore %+v\nafter  %+v", before, after)
@@ -60,10 +67,14 @@ func TestRestartRebuildsIdenticalCatalog(t *testing.T) {
 	if g := mustDeploy(t, reopened, weighted("initech", "jobs", 1)); g != 7 {
 		t.Fatalf("first generation after restart %d, want 7", g)
 	}
+	if err := reopened.Close(); err != nil {
+		t.Fatal(err)
+	}
 	again, err := Open(dir)
 	if err != nil || again.Generation() != 7 {
 		t.Fatalf("a reopened catalog does not persist its changes: %v %v", again, err)
 	}
+	_ = again.Close()
 }
 
 func TestWriteStoreOfInMemoryCatalog(t *testing.T) {
@@ -82,14 +93,22 @@ func TestWriteStoreOfInMemoryCatalog(t *testing.T) {
 	if !reflect.DeepEqual(snapshotView(t, c.Pin()), snapshotView(t, reopened.Pin())) {
 		t.Fatal("WriteStore then Open changed the catalog")
 	}
-	// Writing again replaces the store.
+	// An open store belongs to its catalog: nobody else writes it.
 	mustDeploy(t, c, weighted("acme", "extra", 1))
+	if err := c.WriteStore(dir); !errors.Is(err, ErrStoreInUse) {
+		t.Fatalf("WriteStore over an open store = %v, want ErrStoreInUse", err)
+	}
+	if err := reopened.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Writing again replaces the store.
 	if err := c.WriteStore(dir); err != nil {
 		t.Fatal(err)
 	}
 	if reopened, err = Open(dir); err != nil || reopened.Generation() != c.Generation() {
 		t.Fatalf("rewritten store: %v", err)
 	}
+	defer reopened.Close()
 	if stale, _ := filepath.Glob(filepath.Join(dir, tempPattern)); len(stale) != 0 {
 		t.Fatalf("temporary files left behind: %v", stale)
 	}
@@ -97,7 +116,14 @@ func TestWriteStoreOfInMemoryCatalog(t *testing.T) {
 
 func TestCreateRefusesAnExistingStore(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Create(dir, GenerousCapacity); err != nil {
+	first, err := Create(dir, GenerousCapacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(dir, GenerousCapacity); !errors.Is(err, ErrStoreInUse) {
+		t.Fatalf("Create while the first is open = %v, want ErrStoreInUse", err)
+	}
+	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Create(dir, GenerousCapacity); !errors.Is(err, ErrStoreExists) {
@@ -107,12 +133,13 @@ func TestCreateRefusesAnExistingStore(t *testing.T) {
 	if err != nil || c.Generation() != 0 || c.Pin().Len() != 0 {
 		t.Fatalf("empty store reopens as %v, %v", c, err)
 	}
+	_ = c.Close()
 }
 
 func storeBytes(t *testing.T) []byte {
 	t.Helper()
 	dir := t.TempDir()
-	storeWithHistory(t, dir)
+	_ = storeWithHistory(t, dir).Close()
 	data, err := os.ReadFile(filepath.Join(dir, StoreFileName))
 	if err != nil {
 		t.Fatal(err)
@@ -128,8 +155,14 @@ type bytesFS struct {
 }
 
 func (b bytesFS) ReadFile(string) ([]byte, error) { return b.data, nil }
+func (b bytesFS) Exists(string) (bool, error)     { return true, nil }
 func (b bytesFS) Glob(string) ([]string, error)   { return nil, nil }
 func (b bytesFS) Remove(string) error             { return nil }
+func (b bytesFS) Lock(string) (io.Closer, error)  { return nopLock{}, nil }
+
+type nopLock struct{}
+
+func (nopLock) Close() error { return nil }
 
 // openBytes opens data as the content of a store file.
 func openBytes(t *testing.T, data []byte) (*Catalog, error) {
@@ -139,7 +172,7 @@ func openBytes(t *testing.T, data []byte) (*Catalog, error) {
 
 func TestOpenRefusesADamagedFileOnDisk(t *testing.T) {
 	dir := t.TempDir()
-	storeWithHistory(t, dir)
+	_ = storeWithHistory(t, dir).Close()
 	path := filepath.Join(dir, StoreFileName)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -277,7 +310,7 @@ func TestOpenRefusesWellFramedInvalidContent(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pin, dep := valid()
 			tt.mutate(pin, dep)
-			data, err := encodeStore(tt.capacity, pin)
+			data, err := encodeStore(tt.capacity, pin, pin.generation)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -289,11 +322,12 @@ func TestOpenRefusesWellFramedInvalidContent(t *testing.T) {
 
 func TestAdmissionLookupsTouchNoFileAndAllocateNothing(t *testing.T) {
 	dir := t.TempDir()
-	storeWithHistory(t, dir)
+	_ = storeWithHistory(t, dir).Close()
 	c, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer c.Close()
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,11 @@ import (
 // payload is the number of records before it and the SHA-256 of every
 // byte before it. Nothing may follow the end record.
 const (
-	storeMagic     = "LATCAT\x00\x01"
-	storeVersion   = 1
+	storeMagic   = "LATCAT\x00\x01"
+	storeVersion = 2
+	// storeVersion1 headers lack the issued high-water mark; Open still
+	// reads them, taking the catalog generation as the mark.
+	storeVersion1  = 1
 	recordHeader   = 'H'
 	recordDeploy   = 'D'
 	recordRoute    = 'R'
@@ -34,8 +37,10 @@ const (
 
 var errRecordTooLarge = errors.New("catalog: a store record would exceed the record size limit")
 
-// encodeStore encodes a whole catalog view.
-func encodeStore(capacity Capacity, pin *Pin) ([]byte, error) {
+// encodeStore encodes a whole catalog view and issued, the highest
+// generation the catalog has handed out (at least the view's own).
+func encodeStore(capacity Capacity, pin *Pin, issued uint64) ([]byte, error) {
+	issued = max(issued, pin.generation)
 	deps := make([]*deployment, 0, len(pin.deployments))
 	for _, d := range pin.deployments {
 		deps = append(deps, d)
@@ -47,6 +52,7 @@ func encodeStore(capacity Capacity, pin *Pin) ([]byte, error) {
 	var header []byte
 	header = binary.AppendUvarint(header, storeVersion)
 	header = binary.AppendUvarint(header, pin.generation)
+	header = binary.AppendUvarint(header, issued)
 	header = binary.AppendUvarint(header, capacity.MaxRevisions)
 	header = binary.AppendUvarint(header, capacity.MaxPolicyBytes)
 	header = binary.AppendUvarint(header, uint64(len(deps)))

@@ -2,27 +2,35 @@ package catalog
 
 import "bytes"
 
-// decodeStore rebuilds a catalog view from store bytes. Every deployment
-// goes through the same compilation (and so the same validation) as a
-// Deploy; a store that fails any check yields no view at all.
-func decodeStore(data []byte) (Capacity, *Pin, *formatError) {
+// decodeStore rebuilds a catalog view, and the highest generation the
+// catalog had handed out, from store bytes. Every deployment goes through
+// the same compilation (and so the same validation) as a Deploy; a store
+// that fails any check yields no view at all.
+func decodeStore(data []byte) (Capacity, *Pin, uint64, *formatError) {
 	frames, ferr := readFrames(data)
 	if ferr != nil {
-		return Capacity{}, nil, ferr
+		return Capacity{}, nil, 0, ferr
 	}
 	if len(frames) == 0 || frames[0].kind != recordHeader {
-		return Capacity{}, nil, formatFailure(0, ErrMalformed, "expected the header record")
+		return Capacity{}, nil, 0, formatFailure(0, ErrMalformed, "expected the header record")
 	}
 	hr := &reader{b: frames[0].payload}
 	version := hr.uvarint()
+	if version != storeVersion && version != storeVersion1 {
+		return Capacity{}, nil, 0, formatFailure(0, ErrMalformed, "unsupported format version")
+	}
 	generation := hr.uvarint()
+	issued := generation
+	if version != storeVersion1 {
+		issued = hr.uvarint()
+	}
 	capacity := Capacity{MaxRevisions: hr.uvarint(), MaxPolicyBytes: hr.uvarint()}
 	count := hr.uvarint()
 	if hr.end() != nil {
-		return Capacity{}, nil, formatFailure(0, ErrMalformed, "bad header record")
+		return Capacity{}, nil, 0, formatFailure(0, ErrMalformed, "bad header record")
 	}
-	if version != storeVersion {
-		return Capacity{}, nil, formatFailure(0, ErrMalformed, "unsupported format version")
+	if issued < generation {
+		return Capacity{}, nil, 0, formatFailure(0, ErrMalformed, "issued generation below the catalog's")
 	}
 	sr := &storeReader{frames: frames, next: 1}
 	pin := emptyPin(generation)
@@ -31,16 +39,16 @@ func decodeStore(data []byte) (Capacity, *Pin, *formatError) {
 		at := sr.next
 		dep, ferr := sr.deployment()
 		if ferr != nil {
-			return Capacity{}, nil, ferr
+			return Capacity{}, nil, 0, ferr
 		}
 		key := DeploymentKey{dep.tenant, dep.service}
 		switch {
 		case dep.generation == 0 || dep.generation > generation:
-			return Capacity{}, nil, formatFailure(at, ErrMalformed, "deployment generation outside the catalog's")
+			return Capacity{}, nil, 0, formatFailure(at, ErrMalformed, "deployment generation outside the catalog's")
 		case generations[dep.generation]:
-			return Capacity{}, nil, formatFailure(at, ErrMalformed, "deployment generation repeated")
+			return Capacity{}, nil, 0, formatFailure(at, ErrMalformed, "deployment generation repeated")
 		case pin.deployments[key] != nil:
-			return Capacity{}, nil, formatFailure(at, ErrMalformed, "deployment repeated")
+			return Capacity{}, nil, 0, formatFailure(at, ErrMalformed, "deployment repeated")
 		}
 		generations[dep.generation] = true
 		pin.deployments[key] = dep
@@ -48,12 +56,12 @@ func decodeStore(data []byte) (Capacity, *Pin, *formatError) {
 		pin.usage.PolicyBytes += dep.usage.PolicyBytes
 	}
 	if sr.next != len(frames) {
-		return Capacity{}, nil, formatFailure(sr.next, ErrMalformed, "unexpected record")
+		return Capacity{}, nil, 0, formatFailure(sr.next, ErrMalformed, "unexpected record")
 	}
 	if pin.usage.Revisions > capacity.MaxRevisions || pin.usage.PolicyBytes > capacity.MaxPolicyBytes {
-		return Capacity{}, nil, formatFailure(-1, ErrMalformed, "deployments exceed the capacity")
+		return Capacity{}, nil, 0, formatFailure(-1, ErrMalformed, "deployments exceed the capacity")
 	}
-	return capacity, pin, nil
+	return capacity, pin, issued, nil
 }
 
 type storeReader struct {
