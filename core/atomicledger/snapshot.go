@@ -1,0 +1,46 @@
+package atomicledger
+
+import "latent.dev/admission/policy"
+
+// Snapshot is every scope's counters read at one instant: the commit
+// mutex is held while they are copied, so no reservation is half-counted
+// and the scopes agree with each other (the node's live count is the sum
+// of the tenants', and so on).
+type Snapshot struct {
+	Node        Usage
+	Tenants     []Usage  // by policy.TenantID
+	TrustClass  []Usage  // by policy.TrustClassID
+	QueueQueued []uint64 // by policy.QueueClassID
+	CellLive    [policy.NumCellClasses]uint64
+}
+
+// SnapshotInto fills s under the commit mutex, taken once. It reuses s's
+// slices when they are long enough, so a caller that keeps one Snapshot
+// allocates only on its first call.
+func (l *Ledger) SnapshotInto(s *Snapshot) {
+	s.Tenants = resize(s.Tenants, len(l.tenant))
+	s.TrustClass = resize(s.TrustClass, len(l.trust))
+	s.QueueQueued = resize(s.QueueQueued, len(l.queue))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s.Node = l.node.usage()
+	for i := range l.tenant {
+		s.Tenants[i] = l.tenant[i].usage()
+	}
+	for i := range l.trust {
+		s.TrustClass[i] = l.trust[i].usage()
+	}
+	for i := range l.queue {
+		s.QueueQueued[i] = l.queue[i].queued.Load()
+	}
+	for i := range l.cell {
+		s.CellLive[i] = l.cell[i].live.Load()
+	}
+}
+
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
