@@ -8,8 +8,19 @@
 //	admissionctl replay [--check] FILE...
 //	admissionctl load [-proc DIR] [-cgroup DIR]
 //
-// Exit status: 0 when everything is valid (or every check passed), 1 when a
-// file has problems (one line per problem, `path: message`), 2 on misuse.
+// A FILE of "-" is standard input. An input longer than 8 MiB
+// (strictjson.MaxDocumentBytes) is refused without being read further;
+// docs/input-limits.md lists every limit.
+//
+// Every problem is one line, `path: message`, and every key, value and file
+// name in it is printed with unprintable characters escaped.
+//
+// Exit status:
+//
+//	0  everything is valid, or every check passed
+//	1  a file has problems, or a replay check failed
+//	2  misuse: unknown command, kind or flag, wrong arguments
+//	3  an input could not be read, or exceeds the size limit
 package main
 
 import (
@@ -52,8 +63,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: admissionctl COMMAND ...\ncommands: %s\nvalidate kinds: %s\n",
-		strings.Join(sortedKeys(commands), ", "), strings.Join(sortedKeys(validators), ", "))
+	fmt.Fprintf(w, "usage: admissionctl COMMAND ...\ncommands: %s\nvalidate kinds: %s\n%s\n",
+		strings.Join(sortedKeys(commands), ", "), strings.Join(sortedKeys(validators), ", "), exitStatusUsage)
 }
 
 func sortedKeys(m map[string]command) []string {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"latent.dev/admission/internal/scenario"
 	"latent.dev/admission/internal/strictjson"
@@ -13,9 +12,10 @@ func init() {
 	commands["replay"] = runReplay
 }
 
-// runReplay runs scenario files and prints one JSON line per step. With
-// --check it compares every step with its expect and exits 1 on any
-// mismatch; -q leaves out the JSON lines.
+// runReplay runs scenario files ("-" is standard input) and prints one
+// JSON line per step. With --check it compares every step with its expect
+// and exits 1 on any mismatch; -q leaves out the JSON lines. An input that
+// cannot be read exits 3, whatever happened to the others.
 func runReplay(args []string, stdout, stderr io.Writer) int {
 	check, quiet := false, false
 	var files []string
@@ -27,45 +27,44 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 			quiet = true
 		default:
 			if len(a) > 1 && a[0] == '-' {
-				fmt.Fprintf(stderr, "admissionctl replay: unknown flag %s\n", a)
-				return 2
+				fmt.Fprintf(stderr, "admissionctl replay: unknown flag %s\n", strictjson.Printable(a))
+				return exitMisuse
 			}
 			files = append(files, a)
 		}
 	}
 	if len(files) == 0 {
 		fmt.Fprintln(stderr, "usage: admissionctl replay [--check] [-q] FILE...")
-		return 2
+		return exitMisuse
 	}
-	failed := false
+	status := exitOK
 	for _, file := range files {
-		if !replayFile(file, check, quiet, stdout, stderr) {
-			failed = true
+		if code := replayFile(file, check, quiet, stdout, stderr); code > status {
+			status = code
 		}
 	}
-	if failed {
-		return 1
-	}
-	return 0
+	return status
 }
 
-func replayFile(file string, check, quiet bool, stdout, stderr io.Writer) bool {
-	data, err := os.ReadFile(file)
+// replayFile replays one file and returns its exit status.
+func replayFile(file string, check, quiet bool, stdout, stderr io.Writer) int {
+	data, err := readInput(file)
 	if err != nil {
-		fmt.Fprintf(stderr, "%v\n", err)
-		return false
+		printUnreadable(stderr, file, err)
+		return exitUnreadable
 	}
+	name := strictjson.Printable(file)
 	s, err := scenario.Decode(data)
 	if err != nil {
 		for _, p := range strictjson.AsProblems(err) {
-			fmt.Fprintf(stderr, "%s: %s\n", file, p)
+			fmt.Fprintf(stderr, "%s: %s\n", name, p)
 		}
-		return false
+		return exitProblems
 	}
 	results, err := s.Run()
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", file, err)
-		return false
+		fmt.Fprintf(stderr, "%s: %s\n", name, strictjson.Printable(err.Error()))
+		return exitProblems
 	}
 	mismatches := 0
 	for _, res := range results {
@@ -77,15 +76,15 @@ func replayFile(file string, check, quiet bool, stdout, stderr io.Writer) bool {
 		}
 		for _, m := range res.Mismatches {
 			mismatches++
-			fmt.Fprintf(stderr, "%s: step %d (%s): %s\n", file, res.Index, res.Op, m)
+			fmt.Fprintf(stderr, "%s: step %d (%s): %s\n", name, res.Index, strictjson.Printable(res.Op), strictjson.Printable(m.String()))
 		}
 	}
 	if check {
 		if mismatches > 0 {
-			fmt.Fprintf(stderr, "FAIL %s: %d mismatches in %d steps\n", file, mismatches, len(results))
-			return false
+			fmt.Fprintf(stderr, "FAIL %s: %d mismatches in %d steps\n", name, mismatches, len(results))
+			return exitProblems
 		}
-		fmt.Fprintf(stderr, "ok   %s (%d steps)\n", file, len(results))
+		fmt.Fprintf(stderr, "ok   %s (%d steps)\n", name, len(results))
 	}
-	return true
+	return exitOK
 }

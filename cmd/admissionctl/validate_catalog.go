@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"latent.dev/admission/catalog"
+	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/policy"
 )
 
@@ -23,32 +23,32 @@ func validateCatalog(args []string, stdout, stderr io.Writer) int {
 	file, policyFile, ok := catalogArgs(args)
 	if !ok {
 		fmt.Fprintln(stderr, validateCatalogUsage)
-		return 2
+		return exitMisuse
 	}
 	var node *policy.NodeAdmissionPolicy
 	if policyFile != "" {
-		data, err := os.ReadFile(policyFile)
+		data, err := readInput(policyFile)
 		if err != nil {
-			fmt.Fprintf(stdout, "%s: %v\n", policyFile, err)
-			return 1
+			printUnreadable(stderr, policyFile, err)
+			return exitUnreadable
 		}
 		if node, err = policy.DecodePolicy(data); err != nil {
-			fmt.Fprintf(stdout, "%s: the node policy is not valid:\n", policyFile)
+			fmt.Fprintf(stdout, "%s: the node policy is not valid:\n", strictjson.Printable(policyFile))
 			printProblems(stdout, err)
-			return 1
+			return exitProblems
 		}
 	}
-	data, err := os.ReadFile(file)
+	data, err := readInput(file)
 	if err != nil {
-		fmt.Fprintf(stdout, "%s: %v\n", file, err)
-		return 1
+		printUnreadable(stderr, file, err)
+		return exitUnreadable
 	}
 	if _, err := catalog.ValidateFile(data, node); err != nil {
 		printProblems(stdout, err)
-		return 1
+		return exitProblems
 	}
 	fmt.Fprintln(stdout, "ok")
-	return 0
+	return exitOK
 }
 
 // catalogArgs accepts FILE and --policy FILE (or --policy=FILE) in either

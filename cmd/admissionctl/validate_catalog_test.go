@@ -91,19 +91,20 @@ func TestValidateCatalogFileErrors(t *testing.T) {
 	}
 	missing := filepath.Join(dir, "missing.json")
 	for _, tt := range []struct {
-		name   string
-		args   []string
-		prefix string
+		name           string
+		args           []string
+		code           int
+		stdout, stderr string // prefixes
 	}{
-		{"a missing catalog file", []string{missing}, missing + ": "},
-		{"a missing policy file", []string{goodCatalog, "--policy", missing}, missing + ": "},
-		{"an invalid policy file", []string{goodCatalog, "--policy", badPolicy}, badPolicy + ": the node policy is not valid:\nnode.placement: missing\n"},
-		{"not JSON", []string{"validate_catalog.go"}, "invalid JSON"},
+		{"a missing catalog file", []string{missing}, exitUnreadable, "", missing + ": no such file or directory"},
+		{"a missing policy file", []string{goodCatalog, "--policy", missing}, exitUnreadable, "", missing + ": no such file or directory"},
+		{"an invalid policy file", []string{goodCatalog, "--policy", badPolicy}, exitProblems, badPolicy + ": the node policy is not valid:\nnode.placement: missing\n", ""},
+		{"not JSON", []string{"validate_catalog.go"}, exitProblems, "invalid JSON", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, _ := runValidateCatalog(tt.args...)
-			if code != 1 || !strings.HasPrefix(stdout, tt.prefix) {
-				t.Fatalf("exit %d, stdout:\n%s\nwant a prefix %q", code, stdout, tt.prefix)
+			code, stdout, stderr := runValidateCatalog(tt.args...)
+			if code != tt.code || !strings.HasPrefix(stdout, tt.stdout) || !strings.HasPrefix(stderr, tt.stderr) {
+				t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s\nwant exit %d and prefixes %q, %q", code, stdout, stderr, tt.code, tt.stdout, tt.stderr)
 			}
 		})
 	}

@@ -3,9 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
-	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/policy"
 )
 
@@ -17,24 +15,17 @@ func init() {
 func validatePolicy(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 {
 		fmt.Fprintln(stderr, "usage: admissionctl validate policy FILE")
-		return 2
+		return exitMisuse
 	}
-	data, err := os.ReadFile(args[0])
+	data, err := readInput(args[0])
 	if err != nil {
-		fmt.Fprintf(stdout, "%s: %v\n", args[0], err)
-		return 1
+		printUnreadable(stderr, args[0], err)
+		return exitUnreadable
 	}
 	if _, err := policy.DecodePolicy(data); err != nil {
 		printProblems(stdout, err)
-		return 1
+		return exitProblems
 	}
 	fmt.Fprintln(stdout, "ok")
-	return 0
-}
-
-// printProblems prints one line per problem in err.
-func printProblems(w io.Writer, err error) {
-	for _, p := range strictjson.AsProblems(err) {
-		fmt.Fprintln(w, p.String())
-	}
+	return exitOK
 }

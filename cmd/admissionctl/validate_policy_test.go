@@ -71,11 +71,11 @@ func TestValidatePolicyUnreadableFile(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, stdout, stderr := runCommand(t, "validate", "policy", file)
-			if code != 1 {
-				t.Errorf("exit code %d, want 1", code)
+			if code != exitUnreadable {
+				t.Errorf("exit code %d, want %d", code, exitUnreadable)
 			}
-			if out := stdout + stderr; !strings.Contains(out, file) || stdout == "ok\n" {
-				t.Errorf("stdout %q, stderr %q; want the error naming %s", stdout, stderr, file)
+			if stdout != "" || !strings.HasPrefix(stderr, file+": ") || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("stdout %q, stderr %q; want one line on stderr naming %s", stdout, stderr, file)
 			}
 		})
 	}

@@ -1,9 +1,9 @@
 package strictjson
 
 import (
-	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"strconv"
 )
 
@@ -33,15 +33,61 @@ var ErrTooLarge = errors.New("input exceeds " + strconv.Itoa(MaxDocumentBytes) +
 
 // ReadAll reads a whole document from r, reading at most one byte more
 // than MaxDocumentBytes: a longer input returns ErrTooLarge however long,
-// or endless, it is.
+// or endless, it is. A regular file (an r with a Stat method, as *os.File)
+// that is already too large is refused without being read, and one that
+// fits is read into a buffer of its size.
 func ReadAll(r io.Reader) ([]byte, error) {
-	var buf bytes.Buffer
-	n, err := buf.ReadFrom(io.LimitReader(r, MaxDocumentBytes+1))
-	if err != nil {
-		return nil, err
+	size := 512
+	if f, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
+			if info.Size() > MaxDocumentBytes {
+				return nil, ErrTooLarge
+			}
+			size = int(info.Size()) + 1 // the +1 sees the end without growing
+		}
 	}
-	if n > MaxDocumentBytes {
-		return nil, ErrTooLarge
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > MaxDocumentBytes {
+				return nil, ErrTooLarge
+			}
+			if len(buf) == MaxDocumentBytes {
+				if err := probeEnd(r); err != nil {
+					return nil, err
+				}
+				return buf, nil
+			}
+			// Doubling, not append's gentler growth: the garbage left
+			// behind stays under the final size.
+			grown := make([]byte, len(buf), min(2*cap(buf), MaxDocumentBytes))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	return buf.Bytes(), nil
+}
+
+// probeEnd reads one more byte after a full buffer: nil at the end of the
+// input, ErrTooLarge if there is more.
+func probeEnd(r io.Reader) error {
+	var probe [1]byte
+	for {
+		n, err := r.Read(probe[:])
+		switch {
+		case n > 0:
+			return ErrTooLarge
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return err
+		}
+	}
 }
