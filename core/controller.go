@@ -244,7 +244,7 @@ func (c *AdmissionController) commit(req *AdmissionRequest, first time.Time, liv
 	case deadline.Infeasible:
 		l.Unlock()
 		return nil, errQueueInfeasible
-	case deadline.InfeasibleEmpty, deadline.Overflow:
+	case deadline.InfeasibleAlways, deadline.Overflow:
 		l.Unlock()
 		return nil, errQueueInfeasibleNo
 	}

@@ -23,11 +23,7 @@ func (System) Since(t time.Time) time.Duration { return time.Since(t) }
 // Resample returns the time that is now according to c, derived from an
 // earlier reading first without a second wall-clock read.
 func Resample(c Clock, first time.Time) time.Time {
-	elapsed := c.Since(first)
-	if elapsed < 0 {
-		// A clock that went backwards never moves time backwards here: a
-		// decision must not become valid because the clock regressed.
-		elapsed = 0
-	}
-	return first.Add(elapsed)
+	// A clock that went backwards never moves time backwards here: a
+	// decision must not become valid because the clock regressed.
+	return first.Add(max(c.Since(first), 0))
 }

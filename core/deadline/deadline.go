@@ -14,9 +14,7 @@ func Bind(now time.Time, granted time.Duration, callerUnixMillis int64, hasCalle
 	if hasCaller {
 		// Sub saturates instead of overflowing, so a far-future caller
 		// deadline simply does not shorten the grant.
-		if untilCaller := time.UnixMilli(callerUnixMillis).Sub(now); untilCaller < remaining {
-			remaining = untilCaller
-		}
+		remaining = min(remaining, time.UnixMilli(callerUnixMillis).Sub(now))
 	}
 	return now.Add(remaining)
 }
@@ -39,13 +37,15 @@ type Verdict uint8
 const (
 	// Feasible: the remaining time exceeds what the queue requires.
 	Feasible Verdict = iota
-	// Infeasible: the queue cannot reasonably meet the deadline now, but
-	// might once the backlog drains.
+	// Infeasible: the queue cannot meet the deadline now, but could with
+	// less local wait or observed delay; retrying may help.
 	Infeasible
-	// InfeasibleEmpty: infeasible with an empty backlog and no observed
-	// delay, so waiting cannot help.
-	InfeasibleEmpty
-	// Overflow: the arithmetic overflowed; rejected, never wrapped.
+	// InfeasibleAlways: the remaining time does not exceed
+	// minimum_execution + safety_margin, so the request would be refused
+	// even with no local wait and no observed delay; retrying cannot help.
+	InfeasibleAlways
+	// Overflow: the arithmetic overflowed; rejected, never wrapped, and
+	// not retryable.
 	Overflow
 )
 
@@ -54,35 +54,39 @@ const (
 // and observed queue delay:
 //
 //	local_wait = floor(backlog/p) * estimated_service
-//	required   = max(local_wait, observed) + minimum_execution + safety_margin
+//	least      = minimum_execution + safety_margin
+//	required   = max(local_wait, observed) + least
 //	feasible  <=> remaining > required
 //
-// Every operation is checked; an overflow rejects.
+// An infeasible answer is [InfeasibleAlways] when remaining <= least and
+// [Infeasible] otherwise. Every operation is checked; an overflow, or an
+// input no policy can hold (zero parallelism, a negative duration),
+// answers [Overflow].
 func Check(remaining time.Duration, backlog, parallelism uint64, observed time.Duration, e Estimate) Verdict {
 	if parallelism == 0 || observed < 0 || e.EstimatedServiceTime < 0 || e.MinimumExecutionTime < 0 || e.SafetyMargin < 0 {
 		return Overflow
 	}
+	least, ok := addChecked(e.MinimumExecutionTime, e.SafetyMargin)
+	if !ok {
+		return Overflow
+	}
 	waves := backlog / parallelism
 	var localWait time.Duration
-	if waves > 0 {
-		if e.EstimatedServiceTime > 0 && waves > uint64(math.MaxInt64/int64(e.EstimatedServiceTime)) {
+	if e.EstimatedServiceTime > 0 {
+		if waves > uint64(math.MaxInt64/int64(e.EstimatedServiceTime)) {
 			return Overflow
 		}
 		localWait = time.Duration(waves) * e.EstimatedServiceTime
 	}
-	required := max(localWait, observed)
-	var ok bool
-	if required, ok = addChecked(required, e.MinimumExecutionTime); !ok {
-		return Overflow
-	}
-	if required, ok = addChecked(required, e.SafetyMargin); !ok {
+	required, ok := addChecked(max(localWait, observed), least)
+	if !ok {
 		return Overflow
 	}
 	if remaining > required {
 		return Feasible
 	}
-	if backlog == 0 && observed == 0 {
-		return InfeasibleEmpty
+	if remaining <= least {
+		return InfeasibleAlways
 	}
 	return Infeasible
 }

@@ -30,8 +30,10 @@
 //	reject when deadline - now <= required
 //
 // Every multiplication and addition is checked: an overflow rejects and
-// is never wrapped. A rejection is retryable unless it happened with an
-// empty backlog and no observed delay (nothing will drain) or by overflow.
+// is never wrapped. A rejection is retryable unless
+// deadline - now <= minimum_execution + safety_margin (it would be refused
+// even with no local wait and no observed delay, so nothing that drains
+// can help) or the arithmetic overflowed.
 // The check runs inside the ledger's critical section, so a concurrent
 // caller sees every earlier reservation in n.
 package deadline

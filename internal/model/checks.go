@@ -292,7 +292,9 @@ func (m *Model) capacityLocked(r *reservation) error {
 //
 // computed in unsigned 64-bit arithmetic where every intermediate is
 // compared with the largest Duration, so an overflow is seen, never
-// wrapped. The caller holds mu.
+// wrapped. The rejection is retryable only when
+// remaining > minimum_execution + safety_margin and nothing overflowed.
+// The caller holds mu.
 func (m *Model) feasibleLocked(remaining time.Duration, cell *policy.CellClassPolicy, observed time.Duration) error {
 	est := m.policy.Node.Deadline
 	if observed < 0 || est.EstimatedServiceTime < 0 || est.MinimumExecutionTime < 0 || est.SafetyMargin < 0 {
@@ -304,17 +306,18 @@ func (m *Model) feasibleLocked(remaining time.Duration, cell *policy.CellClassPo
 	if hi != 0 || localWait > largest {
 		return queueDeadlineInfeasible(false)
 	}
-	required := max(localWait, uint64(observed)) + uint64(est.MinimumExecutionTime)
-	if required > largest {
+	least := uint64(est.MinimumExecutionTime) + uint64(est.SafetyMargin)
+	if least > largest {
 		return queueDeadlineInfeasible(false)
 	}
-	required += uint64(est.SafetyMargin)
+	required := max(localWait, uint64(observed)) + least
 	if required > largest {
 		return queueDeadlineInfeasible(false)
 	}
 	if remaining > 0 && uint64(remaining) > required {
 		return nil
 	}
-	// Waiting helps only if something is queued or observed to delay.
-	return queueDeadlineInfeasible(n != 0 || observed != 0)
+	// Waiting helps only if the request could fit with no local wait and
+	// no observed delay: remaining > minimum_execution + safety_margin.
+	return queueDeadlineInfeasible(remaining > 0 && uint64(remaining) > least)
 }

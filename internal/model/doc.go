@@ -60,8 +60,9 @@
 //
 // in unsigned 64-bit arithmetic with every intermediate compared against
 // the largest time.Duration, so overflow is detected and rejects. The
-// rejection is retryable unless n and the observed delay are both zero
-// or the arithmetic overflowed.
+// rejection is retryable unless deadline - now <= minimum_execution +
+// safety_margin (it would fail with no wait at all) or the arithmetic
+// overflowed.
 //
 // # Permits
 //

@@ -315,6 +315,21 @@ func TestFeasibility(t *testing.T) {
 		_, err := f.ctl.AdmitAt(req, at(0))
 		wantRejection(t, err, rejection("admission-rejected", "cell-class", "queue-delay", "queue-deadline-infeasible", true))
 	})
+	t.Run("no wait could make room for remaining time at minimum execution plus safety margin", func(t *testing.T) {
+		f := newFixture(t, nil)
+		s := core.LoadSample{Sequence: 2, ObservedAt: epoch}
+		s.QueueDelay[policy.Tiny] = 10 * time.Millisecond
+		if err := f.load.Publish(s); err != nil {
+			t.Fatal(err)
+		}
+		req := request("a")
+		req.RequestedBudget.WallTime = policy.Some(30 * time.Millisecond) // minimum 20 + margin 10
+		_, err := f.ctl.AdmitAt(req, at(0))
+		wantRejection(t, err, rejection("admission-rejected", "cell-class", "queue-delay", "queue-deadline-infeasible", false))
+		req.RequestedBudget.WallTime = policy.Some(30*time.Millisecond + 1)
+		_, err = f.ctl.AdmitAt(req, at(0))
+		wantRejection(t, err, rejection("admission-rejected", "cell-class", "queue-delay", "queue-deadline-infeasible", true))
+	})
 	t.Run("overflow rejects, not retryable", func(t *testing.T) {
 		f := newFixture(t, func(p *policy.NodeAdmissionPolicy) { p.Node.Deadline.EstimatedServiceTime = math.MaxInt64 })
 		if _, err := f.ctl.AdmitAt(request("a"), at(0)); err != nil {
