@@ -272,7 +272,9 @@ type notASample struct{ s LoadSample }
 
 func (n *notASample) CurrentLoad() (*LoadSample, bool) { return &n.s, true }
 
-type nilPolicySource struct{ m map[string]*policy.RevisionPolicy }
+type nilPolicySource struct {
+	m map[string]*policy.RevisionPolicy
+}
 
 func (n *nilPolicySource) RevisionPolicy(*policy.ResolvedRevision) (*policy.RevisionPolicy, bool) {
 	p, ok := n.m["x"]

@@ -174,53 +174,34 @@ func (p *AdmissionPermit) EnsureSchedulableAt(now time.Time) error {
 }
 
 // StartExecution consumes the permit once a cell lease is held: the clock
-// is resampled under the ledger mutex, and if the deadline has passed the
-// permit is released and an error returned (the caller must also release
-// or quarantine its lease). On success only the queued slots are returned,
-// and the returned execution permit holds the rest.
+// is resampled under the ledger mutex (as elapsed monotonic time since
+// admission), and if the deadline has passed the permit is released and
+// an error returned (the caller must also release or quarantine its
+// lease). On success only the queued slots are returned, and the
+// returned execution permit holds the rest.
 func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
-	e, err := p.start(time.Time{}, true)
-	if err != nil {
-		return nil, err.err()
-	}
-	return e, nil
-}
-
-// StartExecutionAt is StartExecution at a trusted deterministic time, for
-// replay and tests; never a caller-supplied timestamp.
-func (p *AdmissionPermit) StartExecutionAt(now time.Time) (*ExecutionPermit, error) {
-	e, err := p.start(now, false)
-	if err != nil {
-		return nil, err.err()
-	}
-	return e, nil
-}
-
-func (p *AdmissionPermit) start(now time.Time, live bool) (*ExecutionPermit, *rejection) {
 	s := p.state()
 	if s == nil || s.phase.Load() != permitQueued {
-		return nil, errPermitNotLive
+		return nil, ErrPermitNotLive
 	}
 	l := s.ledger
 	l.Lock()
 	defer l.Unlock()
 	if s.phase.Load() != permitQueued {
-		return nil, errPermitNotLive
+		return nil, ErrPermitNotLive
 	}
-	if live {
-		// Elapsed monotonic time since admission: half the cost of a
-		// second wall-clock read, and immune to wall-clock steps.
-		now = deadline.Resample(s.clock, s.grant.admittedAt)
-	}
+	// Elapsed monotonic time since admission: half the cost of a second
+	// wall-clock read, and immune to wall-clock steps.
+	now := deadline.Resample(s.clock, s.grant.admittedAt)
 	if !now.Before(s.grant.deadline) {
 		l.ReleaseLocked(s.ticket)
 		s.phase.Store(permitReleased)
 		runtime.SetFinalizer(p, nil)
-		return nil, errPermitDeadline
+		return nil, ErrPermitDeadlineExceeded
 	}
 	if !l.StartLocked(s.ticket) {
 		s.phase.Store(permitReleased)
-		return nil, errPermitNotLive
+		return nil, ErrPermitNotLive
 	}
 	s.phase.Store(permitExecuting)
 	return (*ExecutionPermit)(p), nil

@@ -1,7 +1,7 @@
-// Package scenario decodes and runs scenario files (SCENARIOS.md): a node
-// policy, a catalog and a list of steps that drive the real library on a
-// virtual clock through its trusted deterministic seams (AdmitAt,
-// EnsureSchedulableAt, StartExecutionAt).
+// Package scenario decodes and runs scenario files (docs/scenarios.md): a
+// node policy, a catalog and a list of steps that drive the real library
+// through its public entry points (AdmitNow, EnsureSchedulableAt,
+// StartExecution) on a virtual clock that reads each step's time.
 //
 // # Decoding
 //

@@ -68,6 +68,7 @@ func (s *Scenario) Run() ([]Result, error) {
 	r.base = provider.Controller(nil, r.load, r.clock)
 	r.takePin("initial")
 	defer func() {
+		_ = r.catalog.Close()
 		if r.tempDir != "" {
 			_ = os.RemoveAll(r.tempDir)
 		}
@@ -130,7 +131,7 @@ func (r *runner) step(st *Step, now time.Time) Answer {
 		return okAnswer()
 	case "start":
 		h := r.permit(st.Permit)
-		e, err := h.admission.StartExecutionAt(now)
+		e, err := h.admission.StartExecution()
 		if err != nil {
 			return failure(err)
 		}
@@ -200,7 +201,7 @@ func (r *runner) admit(st *Step, now time.Time) Answer {
 	}
 	st.Tamper.apply(rev)
 	req.Revision = *rev
-	p, err := r.base.WithPolicySource(pin).AdmitAt(&req, now)
+	p, err := r.base.WithPolicySource(pin).AdmitNow(&req)
 	if err != nil {
 		return failure(err)
 	}
@@ -266,6 +267,11 @@ func (r *runner) restart() Answer {
 		return failure(err)
 	}
 	if err := r.catalog.WriteStore(dir); err != nil {
+		return failure(err)
+	}
+	// The process that "restarts" lets go of its catalog first, as a real
+	// one would: its store lock goes, and pins already taken keep serving.
+	if err := r.catalog.Close(); err != nil {
 		return failure(err)
 	}
 	reopened, err := catalog.Open(dir)

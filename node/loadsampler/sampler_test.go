@@ -102,7 +102,8 @@ func TestFailingReadsFailAdmissionClosedAndRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	admit := func(at time.Duration) error {
-		p, err := controller.AdmitAt(nodetest.Request(nodetest.Ask{}), t0.Add(at))
+		clock.set(t0.Add(at))
+		p, err := controller.AdmitNow(nodetest.Request(nodetest.Ask{}))
 		if err == nil {
 			p.Release()
 		}

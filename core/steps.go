@@ -1,0 +1,437 @@
+package core
+
+import (
+	"slices"
+	"time"
+
+	"latent.dev/admission/core/atomicledger"
+	"latent.dev/admission/core/deadline"
+	"latent.dev/admission/policy"
+)
+
+// This file is the decision table, read top to bottom: one function per
+// step, in the order the steps run, and the first failure is the answer.
+// Steps 1 to 4 depend on the request alone and run before any clock
+// read; steps 5 to 12 run without the ledger mutex and allocate nothing;
+// step 13 runs under the mutex and is the only one that moves a counter.
+
+// decision is what steps 1 to 12 establish for the commit.
+type decision struct {
+	reservation atomicledger.Reservation
+	fingerprint atomicledger.Fingerprint
+	rev         *policy.RevisionPolicy
+	features    policy.FeatureSet
+	grant       policy.Budget
+	deadline    time.Time
+	admittedAt  time.Time // the first clock reading
+	parallelism uint64
+	sample      *LoadSample
+}
+
+// checkRequest runs steps 1 to 4: the request's own metadata,
+// identifiers, principal and priority. No time can change their answer.
+func (c *AdmissionController) checkRequest(req *AdmissionRequest, d *decision) *rejection {
+	node := &c.provider.node
+	if err := checkMetadata(req, node); err != nil {
+		return err
+	}
+	if err := checkIdentifiers(req, node); err != nil {
+		return err
+	}
+	if err := c.checkPrincipal(req, d); err != nil {
+		return err
+	}
+	return c.checkPriority(req, d)
+}
+
+// decide runs steps 5 to 12 at now, then the lock-free capacity
+// pre-check. Nothing here takes the mutex or allocates.
+func (c *AdmissionController) decide(req *AdmissionRequest, now time.Time, d *decision) *rejection {
+	if err := c.checkRevision(req, now, d); err != nil {
+		return err
+	}
+	if err := c.checkRequirements(req, now, d); err != nil {
+		return err
+	}
+	if err := c.checkTrustClass(req, now, d); err != nil {
+		return err
+	}
+	if err := c.checkGrant(req, now, d); err != nil {
+		return err
+	}
+	if err := c.checkCell(req, now, d); err != nil {
+		return err
+	}
+	if err := c.checkPayload(req, now, d); err != nil {
+		return err
+	}
+	if err := c.checkCallerDeadline(req, now, d); err != nil {
+		return err
+	}
+	if err := c.checkLoad(req, now, d); err != nil {
+		return err
+	}
+	return c.preCheck(req, now, d)
+}
+
+// checkMetadata is step 1: the aggregate entries, then bytes (UTF-8
+// lengths of every key and value), of claims, request attributes and
+// revision attributes.
+func checkMetadata(req *AdmissionRequest, node *policy.NodeSettings) *rejection {
+	entries := uint64(len(req.Principal.Claims)) + uint64(len(req.Attributes)) + uint64(len(req.Revision.Attributes))
+	if entries > uint64(node.MaximumMetadataEntries) {
+		return errMetadataEntries
+	}
+	if entries == 0 {
+		return nil
+	}
+	var total uint64
+	limit := node.MaximumMetadataBytes
+	for _, m := range [...]map[string]string{req.Principal.Claims, req.Attributes, req.Revision.Attributes} {
+		for k, v := range m {
+			total += uint64(len(k)) + uint64(len(v))
+			if total > limit {
+				return errMetadataBytes
+			}
+		}
+	}
+	return nil
+}
+
+// checkIdentifiers is step 2, field by field in table order, then the
+// later-phase budget dimensions.
+func checkIdentifiers(req *AdmissionRequest, node *policy.NodeSettings) *rejection {
+	max := node.MaximumIdentifierBytes
+	if !policy.ValidIdentifier(req.ActivationID, max) {
+		return errActivationID
+	}
+	p := &req.Principal
+	switch {
+	case !policy.ValidIdentifier(p.Subject, max):
+		return errPrincipalSubject
+	case !policy.ValidIdentifier(p.Tenant, max):
+		return errPrincipalTenant
+	case p.Service != "" && !policy.ValidIdentifier(p.Service, max):
+		return errPrincipalService
+	}
+	r := &req.Revision
+	switch {
+	case !policy.ValidIdentifier(r.Tenant, max):
+		return errRevisionTenant
+	case !policy.ValidIdentifier(r.Service, max):
+		return errRevisionService
+	case !policy.ValidIdentifier(r.Route, max):
+		return errRevisionRoute
+	case !policy.ValidIdentifier(r.Contract, max):
+		return errRevisionContract
+	case !policy.ValidIdentifier(r.Function, max):
+		return errRevisionFunction
+	case !policy.ValidIdentifier(r.Revision, node.MaximumGeneratedIdentifierBytes):
+		return errRevisionID
+	case !policy.ValidIdentifier(r.Release, node.MaximumGeneratedIdentifierBytes):
+		return errReleaseID
+	}
+	b := &req.RequestedBudget
+	switch {
+	case b.NetworkEgressBytes != 0:
+		return errNetworkEgress
+	case b.StorageBytes != 0:
+		return errStorage
+	case b.OutboundCalls != 0:
+		return errOutboundCalls
+	}
+	return nil
+}
+
+// checkPrincipal is step 3: authentication facts against the tenant
+// allowlist. An anonymous principal, an unknown tenant, a principal of
+// another tenant than the revision's, one not listed, and a service
+// principal without a service identity all get the same answer.
+func (c *AdmissionController) checkPrincipal(req *AdmissionRequest, d *decision) *rejection {
+	pr := c.provider
+	p := &req.Principal
+	if p.Kind == policy.AnonymousPrincipal {
+		return errPrincipalDenied
+	}
+	tenantID, ok := pr.policy.TenantID(p.Tenant)
+	if !ok || p.Tenant != req.Revision.Tenant || !pr.policy.Authorized(tenantID, p.Kind, p.Subject) ||
+		(p.Kind == policy.ServicePrincipal && p.Service == "") {
+		return errPrincipalDenied
+	}
+	d.reservation.Tenant = tenantID
+	return nil
+}
+
+// checkPriority is step 4: the node's maximum, then the tenant's.
+func (c *AdmissionController) checkPriority(req *AdmissionRequest, d *decision) *rejection {
+	pr := c.provider
+	if req.Priority > pr.node.MaximumPriority {
+		return errNodePriority
+	}
+	if req.Priority > pr.tenants[d.reservation.Tenant].MaximumPriority {
+		return errTenantPriority
+	}
+	return nil
+}
+
+// checkRevision is step 5: the pinned view verifies the whole tuple.
+func (c *AdmissionController) checkRevision(req *AdmissionRequest, _ time.Time, d *decision) *rejection {
+	if c.source == nil {
+		return errRevisionMissing
+	}
+	rev, ok := c.source.RevisionPolicy(&req.Revision)
+	if !ok || rev == nil {
+		return errRevisionMissing
+	}
+	d.rev = rev
+	return nil
+}
+
+// checkRequirements is step 6: backend, state model, threading and
+// features the node offers, then placement. It records the revision's
+// features as a bitset of the node's features.
+func (c *AdmissionController) checkRequirements(_ *AdmissionRequest, _ time.Time, d *decision) *rejection {
+	pr := c.provider
+	rev := d.rev
+	if !pr.policy.SupportsBackend(rev.Backend) {
+		return errBackend
+	}
+	if !pr.policy.SupportsStateModel(rev.StateModel) {
+		return errStateModel
+	}
+	if !pr.threading.Has(rev.Threading) {
+		return errThreading
+	}
+	var features policy.FeatureSet
+	for _, f := range rev.Features {
+		bit, ok := pr.policy.Feature(f)
+		if !ok {
+			return errFeatures
+		}
+		features |= bit
+	}
+	place := &pr.node.Placement
+	pl := &rev.Placement
+	switch {
+	case len(pl.Architectures) > 0 && !slices.Contains(pl.Architectures, place.Architecture):
+		return errArchitecture
+	case len(pl.Regions) > 0 && !slices.Contains(pl.Regions, place.Region):
+		return errRegion
+	case len(pl.Zones) > 0 && !slices.Contains(pl.Zones, place.Zone):
+		return errZone
+	}
+	d.features = features
+	return nil
+}
+
+// checkTrustClass is step 7: the tenant must permit the revision's
+// trust class.
+func (c *AdmissionController) checkTrustClass(_ *AdmissionRequest, _ time.Time, d *decision) *rejection {
+	pr := c.provider
+	trustID, ok := pr.policy.TrustClassID(d.rev.TrustClass)
+	if !ok || !pr.tenants[d.reservation.Tenant].PermitsTrustClass(trustID) {
+		return errTrustClass
+	}
+	d.reservation.TrustClass = trustID
+	return nil
+}
+
+// checkGrant is step 8: a dimension granted nothing is infeasible.
+func (c *AdmissionController) checkGrant(req *AdmissionRequest, _ time.Time, d *decision) *rejection {
+	d.grant = grantOf(&req.RequestedBudget, d.rev, &c.provider.node.BudgetCeiling)
+	switch {
+	case d.grant.CPUFuel == 0:
+		return errZeroFuel
+	case d.grant.MemoryBytes == 0:
+		return errZeroMemory
+	case d.grant.WallTime.Value == 0:
+		return errZeroWallTime
+	}
+	return nil
+}
+
+// grantOf is the per-dimension minimum of request, capsule ceiling,
+// deployment ceiling and node ceiling; an omitted wall time adds no limit
+// at its layer, and the node's is always set.
+func grantOf(req *policy.Budget, rev *policy.RevisionPolicy, node *policy.NodeBudgetCeiling) policy.Budget {
+	capsule, deployment := &rev.CapsuleCeiling, &rev.DeploymentCeiling
+	g := policy.Budget{
+		CPUFuel:     min(req.CPUFuel, node.CPUFuel),
+		MemoryBytes: min(req.MemoryBytes, node.MemoryBytes),
+		WallTime:    policy.Some(node.WallTime),
+	}
+	if capsule.CPUFuel.Set {
+		g.CPUFuel = min(g.CPUFuel, capsule.CPUFuel.Value)
+	}
+	if deployment.CPUFuel.Set {
+		g.CPUFuel = min(g.CPUFuel, deployment.CPUFuel.Value)
+	}
+	if capsule.MemoryBytes.Set {
+		g.MemoryBytes = min(g.MemoryBytes, capsule.MemoryBytes.Value)
+	}
+	if deployment.MemoryBytes.Set {
+		g.MemoryBytes = min(g.MemoryBytes, deployment.MemoryBytes.Value)
+	}
+	for _, w := range [...]policy.Optional[time.Duration]{req.WallTime, capsule.WallTime, deployment.WallTime} {
+		if w.Set && w.Value < g.WallTime.Value {
+			g.WallTime.Value = max(w.Value, 0)
+		}
+	}
+	return g
+}
+
+// checkCell is step 9: the smallest compatible, permitted cell class.
+func (c *AdmissionController) checkCell(_ *AdmissionRequest, _ time.Time, d *decision) *rejection {
+	pr := c.provider
+	r := &d.reservation
+	cell, err := pr.selectCell(d.grant.MemoryBytes, d.rev.Threading, d.features,
+		pr.tenants[r.Tenant].CellClasses, pr.trust[r.TrustClass].CellClasses)
+	if err != nil {
+		return err
+	}
+	r.CellClass = cell
+	d.parallelism = pr.cells[cell].Parallelism
+	return nil
+}
+
+// selectCell is step 9: the smallest configured class that is memory-,
+// threading- and feature-compatible and permitted by both the tenant and
+// the trust class. Extra-large therefore needs both to list it.
+func (pr *LocalQuotaProvider) selectCell(memory uint64, threading policy.Threading, features policy.FeatureSet,
+	tenantCells, trustCells policy.CellClassSet) (policy.CellClass, *rejection) {
+	var compatible policy.CellClassSet
+	for i := range pr.cells {
+		cl := &pr.cells[i]
+		if cl.Configured && cl.MemoryBytes >= memory && cl.Threading.Has(threading) && features&^cl.Features == 0 {
+			compatible = compatible.With(policy.CellClass(i))
+		}
+	}
+	if compatible == 0 {
+		return 0, errNoCompatibleCell
+	}
+	permitted := compatible & tenantCells
+	if permitted == 0 {
+		return 0, errTenantCellClass
+	}
+	permitted &= trustCells
+	if permitted == 0 {
+		return 0, errTrustCellClass
+	}
+	for i := 0; i < policy.NumCellClasses; i++ {
+		if permitted.Has(policy.CellClass(i)) {
+			return policy.CellClass(i), nil
+		}
+	}
+	return 0, errNoCompatibleCell
+}
+
+// checkPayload is step 10: the node's maximum, then the tenant's;
+// equality is accepted.
+func (c *AdmissionController) checkPayload(req *AdmissionRequest, _ time.Time, d *decision) *rejection {
+	pr := c.provider
+	if req.PayloadBytes > pr.node.MaximumPayloadBytes {
+		return errNodePayload
+	}
+	if req.PayloadBytes > pr.tenants[d.reservation.Tenant].MaximumPayloadBytes {
+		return errTenantPayload
+	}
+	return nil
+}
+
+// checkCallerDeadline is step 11: a caller deadline at or before now.
+func (c *AdmissionController) checkCallerDeadline(req *AdmissionRequest, now time.Time, _ *decision) *rejection {
+	if req.Deadline.Set && deadline.Expired(now, req.Deadline.Value) {
+		return errDeadlineExceeded
+	}
+	return nil
+}
+
+// checkLoad is step 12: the sample must be usable, then CPU, then memory
+// pressure must be below its threshold.
+func (c *AdmissionController) checkLoad(_ *AdmissionRequest, now time.Time, d *decision) *rejection {
+	sample, ok := c.currentLoad()
+	if ok && sample.ObservedAt.After(now) {
+		// Published after this request's clock reading, not from the
+		// future: the sampler observed it before we loaded it, so a
+		// fresh monotonic reading is at or after it. Judging it against
+		// the older reading would reject valid work for a race.
+		now = deadline.Resample(c.clock, now)
+	}
+	if err := loadVerdict(sample, ok, now, &c.provider.node.Overload); err != nil {
+		return err
+	}
+	d.sample = sample
+	return nil
+}
+
+func (c *AdmissionController) currentLoad() (*LoadSample, bool) {
+	if c.load == nil {
+		return nil, false
+	}
+	return c.load.CurrentLoad()
+}
+
+// preCheck binds the effective deadline and runs the lock-free capacity
+// pre-check: a shortfall it can decide exactly is the answer step 13
+// would give had no time passed, so it is answered without the mutex.
+func (c *AdmissionController) preCheck(req *AdmissionRequest, now time.Time, d *decision) *rejection {
+	pr := c.provider
+	r := &d.reservation
+	r.QueueClass, _ = pr.policy.QueueClassFor(req.Priority)
+	r.CPUFuel, r.MemoryBytes = d.grant.CPUFuel, d.grant.MemoryBytes
+	d.admittedAt = now
+	d.deadline = deadline.Bind(now, d.grant.WallTime.Value, req.Deadline.Value, req.Deadline.Set)
+	d.fingerprint = atomicledger.FingerprintOf(r.Tenant, req.ActivationID)
+	if s, exact := pr.ledger.PreCheck(d.fingerprint, r); exact && s.Scope != atomicledger.NoScope {
+		return capacityError(s)
+	}
+	return nil
+}
+
+// commit runs step 13 under the ledger mutex: the clock is resampled, the
+// deadline and load are judged again, then duplicate, capacity and
+// feasibility, and only then does any counter move.
+func (c *AdmissionController) commit(req *AdmissionRequest, first time.Time, d *decision) (*AdmissionPermit, *rejection) {
+	pr := c.provider
+	l := pr.ledger
+	l.Lock()
+	now := deadline.Resample(c.clock, first)
+	if req.Deadline.Set && deadline.Expired(now, req.Deadline.Value) {
+		l.Unlock()
+		return nil, errDeadlineExceeded
+	}
+	sample, ok := c.currentLoad()
+	if err := loadVerdict(sample, ok, now, &pr.node.Overload); err != nil {
+		l.Unlock()
+		return nil, err
+	}
+	r := &d.reservation
+	if l.ContainsLocked(d.fingerprint, r.Tenant, req.ActivationID) {
+		l.Unlock()
+		return nil, errDuplicate
+	}
+	if s := l.ShortfallLocked(r); s.Scope != atomicledger.NoScope {
+		l.Unlock()
+		return nil, capacityError(s)
+	}
+	switch deadline.Check(d.deadline.Sub(now), l.CellBacklogLocked(r.CellClass), d.parallelism,
+		sample.QueueDelay[r.CellClass], pr.estimate()) {
+	case deadline.Infeasible:
+		l.Unlock()
+		return nil, errQueueInfeasible
+	case deadline.InfeasibleAlways, deadline.Overflow:
+		l.Unlock()
+		return nil, errQueueInfeasibleNo
+	}
+	ticket := l.ReserveLocked(d.fingerprint, req.ActivationID, *r)
+	l.Unlock()
+	return c.newPermit(req, d, ticket), nil
+}
+
+func (p *LocalQuotaProvider) estimate() deadline.Estimate {
+	return deadline.Estimate{
+		EstimatedServiceTime: p.node.Deadline.EstimatedServiceTime,
+		MinimumExecutionTime: p.node.Deadline.MinimumExecutionTime,
+		SafetyMargin:         p.node.Deadline.SafetyMargin,
+	}
+}
