@@ -147,6 +147,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, ps := strictjson.Parse(data)
+		agreesWithEncodingJSON(t, data, v, ps)
 		d := strictjson.NewDecoder(ps)
 		if v != nil {
 			fuzzWalk(d, v)
