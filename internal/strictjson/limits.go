@@ -1,10 +1,8 @@
 package strictjson
 
 import (
-	"errors"
 	"io"
 	"io/fs"
-	"strconv"
 )
 
 // The limits every document is held to; the package documentation says
@@ -26,10 +24,6 @@ const (
 	// [Value.Path].
 	MaxPathBytes = 1024
 )
-
-// ErrTooLarge is returned by ReadAll, and reported by Parse, for an input
-// longer than MaxDocumentBytes.
-var ErrTooLarge = errors.New("input exceeds " + strconv.Itoa(MaxDocumentBytes) + " bytes")
 
 // ReadAll reads a whole document from r, reading at most one byte more
 // than MaxDocumentBytes: a longer input returns ErrTooLarge however long,

@@ -229,7 +229,6 @@ func (p *parser) array(v *Value) *Value {
 	p.skipSpace()
 	if p.pos < len(p.src) && p.src[p.pos] == ']' {
 		p.pos++
-		v.Items = []*Value{}
 		return v
 	}
 	for {
