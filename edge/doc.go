@@ -1,0 +1,28 @@
+// Package edge is the root of the node edge module: what surrounds the
+// admission library on a real node and brings dependencies an embedder
+// of the library must not get.
+//
+// # Layout
+//
+//	edge/metrics   the Prometheus collector over a node's admission state
+//
+// The load sampler needs only the standard library and lives in the main
+// module (node/loadsampler); latentd, with the Wasm runtime, will live
+// here.
+//
+// # Dependency hygiene
+//
+// This is a module of its own (latent.dev/admission/edge, with a replace
+// of latent.dev/admission to the parent directory, and a go.work at the
+// repository root for development), so that github.com/prometheus/... and
+// github.com/tetratelabs/wazero appear in its module graph and never in
+// the main module's. The test in this package proves it from
+// testdata/consumer, a module that imports only core, policy and catalog:
+// its `go list -m all` names neither.
+//
+// # Caveats
+//
+// Workspace mode builds edge against the working tree of the main module;
+// outside it (GOWORK=off) the replace directive does the same. A release
+// of the edge module would replace the directive with a required version.
+package edge

@@ -1,0 +1,307 @@
+package metrics_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"latent.dev/admission/core"
+	"latent.dev/admission/edge/metrics"
+)
+
+// scrape serves reg as Prometheus would scrape it and parses the text
+// exposition into "name{k=v,...}" -> value, and name -> type.
+func scrape(t *testing.T, reg *prometheus.Registry) (map[string]float64, map[string]dto.MetricType) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}).
+		ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("scrape: %d %s", rec.Code, rec.Body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	values, types := map[string]float64{}, map[string]dto.MetricType{}
+	for name, f := range families {
+		types[name] = f.GetType()
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			var v float64
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				v = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				v = m.GetGauge().GetValue()
+			default:
+				t.Fatalf("%s: unexpected type %v", name, f.GetType())
+			}
+			values[series(name, labels...)] = v
+		}
+	}
+	return values, types
+}
+
+func series(name string, labels ...string) string {
+	labels = append([]string(nil), labels...)
+	sort.Strings(labels)
+	return name + "{" + strings.Join(labels, ",") + "}"
+}
+
+func rejectionSeries(e core.Error) string {
+	return series("latent_admission_rejected_total", "code="+string(e.Code()), "scope="+string(e.Scope()),
+		"dimension="+string(e.Dimension()), "reason="+string(e.Reason()), "retryable="+strconv.FormatBool(e.Retryable()))
+}
+
+func register(t testing.TB, n *node) *prometheus.Registry {
+	t.Helper()
+	c, err := metrics.New(metrics.Config{Provider: n.provider, Load: n.load, Clock: n.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	return reg
+}
+
+// A known sequence of admissions, rejections, a leaked permit and load
+// publishes, scraped through a registry and parsed with the Prometheus
+// text parser: every series, with its name, labels, type and value, is
+// exactly what the sequence implies, and there is no other.
+func TestScrapeAfterAKnownSequence(t *testing.T) {
+	n := newNode(t)
+	reg := register(t, n)
+	at := func(d time.Duration) time.Time { return n.t0.Add(d) }
+	if err := n.load.Publish(core.LoadSample{Sequence: 1, ObservedAt: at(0), CPUPressure: 0.25, MemoryPressure: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	admit := func(req *core.AdmissionRequest) *core.AdmissionPermit {
+		t.Helper()
+		n.clock.set(at(10 * time.Millisecond))
+		p, err := n.controller.AdmitNow(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	executing, err := admit(request("acme")).StartExecution()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer executing.Release()
+	queued := admit(request("acme"))
+	defer queued.Release()
+	admit(request("globex")).Release()
+
+	// A leaked permit: dropped without release, reclaimed by the GC.
+	func() { admit(request("globex")) }()
+	for i := 0; n.provider.Metrics().Leaked == 0; i++ {
+		if i == 200 {
+			t.Fatal("the dropped permit was never reclaimed")
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+
+	rejected := map[string]float64{}
+	reject := func(req *core.AdmissionRequest, now time.Duration, reason core.Reason) {
+		t.Helper()
+		n.clock.set(at(now))
+		_, err := n.controller.AdmitNow(req)
+		var e core.Error
+		if !errors.As(err, &e) || e.Reason() != reason {
+			t.Fatalf("got %v, want %s", err, reason)
+		}
+		rejected[rejectionSeries(e)]++
+	}
+	for range 2 {
+		req := request("acme")
+		req.Principal.Subject = "mallory"
+		reject(req, 20*time.Millisecond, core.ReasonPrincipalNotAuthorized)
+	}
+	req := request("acme")
+	req.Priority = 1 << 30
+	reject(req, 20*time.Millisecond, core.ReasonPriorityNotAuthorized)
+	reject(request("acme"), 10*time.Second, core.ReasonLoadUnavailable)
+
+	// One refused publish, then a valid sample half a second in.
+	if err := n.load.Publish(core.LoadSample{Sequence: 2, ObservedAt: at(100 * time.Millisecond), CPUPressure: math.NaN()}); err == nil {
+		t.Fatal("a NaN pressure was accepted")
+	}
+	if err := n.load.Publish(core.LoadSample{Sequence: 3, ObservedAt: at(500 * time.Millisecond), CPUPressure: 0.75, MemoryPressure: 0.125}); err != nil {
+		t.Fatal(err)
+	}
+	n.clock.set(at(2 * time.Second))
+
+	want := map[string]float64{
+		series("latent_admission_admitted_total"):                   4,
+		series("latent_admission_leaked_permits_total"):             1,
+		series("latent_admission_load_publish_rejected_total"):      1,
+		series("latent_admission_load_pressure", "resource=cpu"):    0.75,
+		series("latent_admission_load_pressure", "resource=memory"): 0.125,
+		series("latent_admission_load_sample_age_seconds"):          1.5,
+	}
+	for _, e := range core.AllErrors() {
+		want[rejectionSeries(e)] = rejected[rejectionSeries(e)]
+	}
+	// Two acme permits remain: one executing, one queued, each with the
+	// grant the permit carries.
+	grant := queued.EffectiveBudget()
+	dims := func(scope, name string, live, queuedN uint64, limits [4]uint64) {
+		values := [4]uint64{live, queuedN, live * grant.CPUFuel, live * grant.MemoryBytes}
+		for i, dim := range []string{"live-activations", "queued-reservations", "cpu-fuel", "memory-bytes"} {
+			want[series("latent_admission_reserved", "scope="+scope, "name="+name, "dimension="+dim)] = float64(values[i])
+			want[series("latent_admission_limit", "scope="+scope, "name="+name, "dimension="+dim)] = float64(limits[i])
+		}
+	}
+	p := n.policy
+	lim := func(l [4]uint64) [4]uint64 { return l }
+	dims("node", "", 2, 1, lim([4]uint64{p.Node.Limits.MaxLiveActivations, p.Node.Limits.MaxQueuedReservations,
+		p.Node.Limits.MaxReservedCPUFuel, p.Node.Limits.MaxReservedMemoryBytes}))
+	for _, tn := range p.Tenants {
+		var live, q uint64
+		if tn.ID == "acme" {
+			live, q = 2, 1
+		}
+		dims("tenant", tn.ID, live, q, [4]uint64{tn.Limits.MaxLiveActivations, tn.Limits.MaxQueuedReservations,
+			tn.Limits.MaxReservedCPUFuel, tn.Limits.MaxReservedMemoryBytes})
+	}
+	for _, tc := range p.TrustClasses {
+		var live, q uint64
+		if tc.Name == "standard" {
+			live, q = 2, 1
+		}
+		dims("trust-class", tc.Name, live, q, [4]uint64{tc.Limits.MaxLiveActivations, tc.Limits.MaxQueuedReservations,
+			tc.Limits.MaxReservedCPUFuel, tc.Limits.MaxReservedMemoryBytes})
+	}
+	for _, qc := range p.QueueClasses {
+		var q float64
+		if qc.Name == queued.QueueClass() {
+			q = 1
+		}
+		want[series("latent_admission_reserved", "scope=queue-class", "name="+qc.Name, "dimension=queued-reservations")] = q
+		want[series("latent_admission_limit", "scope=queue-class", "name="+qc.Name, "dimension=queued-reservations")] = float64(qc.MaxQueued)
+	}
+	for _, cc := range p.CellClasses {
+		var live float64
+		if cc.Class == queued.CellClass().String() {
+			live = 2
+		}
+		want[series("latent_admission_reserved", "scope=cell-class", "name="+cc.Class, "dimension=live-activations")] = live
+	}
+
+	got, types := scrape(t, reg)
+	for k, v := range want {
+		if g, ok := got[k]; !ok {
+			t.Errorf("missing %s (want %v)", k, v)
+		} else if g != v {
+			t.Errorf("%s = %v, want %v", k, g, v)
+		}
+	}
+	for k, v := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("unexpected series %s = %v", k, v)
+		}
+	}
+	wantTypes := map[string]dto.MetricType{
+		"latent_admission_admitted_total": dto.MetricType_COUNTER, "latent_admission_rejected_total": dto.MetricType_COUNTER,
+		"latent_admission_leaked_permits_total": dto.MetricType_COUNTER, "latent_admission_reserved": dto.MetricType_GAUGE,
+		"latent_admission_limit": dto.MetricType_GAUGE, "latent_admission_load_pressure": dto.MetricType_GAUGE,
+		"latent_admission_load_sample_age_seconds": dto.MetricType_GAUGE, "latent_admission_load_publish_rejected_total": dto.MetricType_COUNTER,
+	}
+	if fmt.Sprint(types) != fmt.Sprint(wantTypes) {
+		t.Errorf("families %v, want %v", types, wantTypes)
+	}
+	if len(rejected) != 3 {
+		t.Errorf("the sequence hit %d distinct errors, want 3: %v", len(rejected), rejected)
+	}
+}
+
+// Rejections that name 10,000 distinct unknown tenants and services add
+// no series: every label value is fixed vocabulary or a configured name.
+func TestDistinctRejectedNamesAddNoSeries(t *testing.T) {
+	n := newNode(t)
+	reg := register(t, n)
+	if err := n.load.Publish(core.LoadSample{Sequence: 1, ObservedAt: n.t0, CPUPressure: 0.1, MemoryPressure: 0.1}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := scrape(t, reg)
+	for i := range 10_000 {
+		req := request("acme")
+		if i%2 == 0 {
+			req.Principal.Tenant = fmt.Sprintf("tenant-%d", i)
+			req.Revision.Tenant = req.Principal.Tenant
+		} else {
+			req.Revision.Service = fmt.Sprintf("svc-%d", i)
+		}
+		if _, err := n.controller.AdmitNow(req); err == nil {
+			t.Fatal("an unknown tenant or service was admitted")
+		}
+	}
+	after, _ := scrape(t, reg)
+	if len(after) != len(before) {
+		t.Fatalf("%d series before, %d after 10,000 distinct rejections", len(before), len(after))
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("new series %s", k)
+		}
+		if strings.Contains(k, "tenant-") || strings.Contains(k, "svc-") {
+			t.Errorf("a request's name reached a label: %s", k)
+		}
+	}
+	var total float64
+	for k, v := range after {
+		if strings.HasPrefix(k, "latent_admission_rejected_total{") {
+			total += v
+		}
+	}
+	if total != 10_000 {
+		t.Errorf("rejections counted %v, want 10000", total)
+	}
+}
+
+func TestNewNeedsAProvider(t *testing.T) {
+	if _, err := metrics.New(metrics.Config{}); !errors.Is(err, metrics.ErrNoProvider) {
+		t.Errorf("New without a provider: %v", err)
+	}
+}
+
+// Without a load state the load series are absent, and the rest scrape.
+func TestWithoutLoadStateTheLoadSeriesAreAbsent(t *testing.T) {
+	n := newNode(t)
+	c, err := metrics.New(metrics.Config{Provider: n.provider})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	_, types := scrape(t, reg)
+	for name := range types {
+		if strings.Contains(name, "load") {
+			t.Errorf("unexpected %s", name)
+		}
+	}
+	if _, ok := types["latent_admission_reserved"]; !ok {
+		t.Error("reserved gauges missing")
+	}
+}
