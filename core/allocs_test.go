@@ -14,8 +14,8 @@ func TestRejectionsAllocateNothing(t *testing.T) {
 		}
 		t.Run(tc.name, func(t *testing.T) {
 			f, req := tc.prepare(t, "alloc")
-			now := at(tc.atMs)
-			if n := testing.AllocsPerRun(100, func() { _, _ = f.ctl.AdmitAt(req, now) }); n != 0 {
+			f.clock.set(at(tc.atMs))
+			if n := testing.AllocsPerRun(100, func() { _, _ = f.ctl.AdmitNow(req) }); n != 0 {
 				t.Fatalf("rejection allocates %v objects", n)
 			}
 		})
@@ -26,7 +26,7 @@ func TestRejectionsAllocateNothing(t *testing.T) {
 			admit(t, f, string(rune('a'+i)), 0)
 		}
 		req := request("full")
-		if n := testing.AllocsPerRun(100, func() { _, _ = f.ctl.AdmitAt(req, at(0)) }); n != 0 {
+		if n := testing.AllocsPerRun(100, func() { _, _ = f.ctl.AdmitNow(req) }); n != 0 {
 			t.Fatalf("capacity rejection allocates %v objects", n)
 		}
 	})

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"latent.dev/admission/core/atomicledger"
 	"math"
 	"sync/atomic"
 	"testing"
@@ -211,64 +212,24 @@ func TestRejectionsNeverTakeTheMutex(t *testing.T) {
 
 func expectUnlocked(t *testing.T, f *fixture, req *AdmissionRequest, now time.Time) {
 	t.Helper()
-	f.provider.ledger.Lock()
 	done := make(chan error, 1)
-	go func() {
-		_, err := f.ctl.AdmitAt(req, now)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		f.provider.ledger.Unlock()
-		if err == nil {
-			t.Fatal("admitted")
+	waited := false
+	f.provider.ledger.Update(func(atomicledger.Tx) {
+		go func() {
+			_, err := f.ctl.AdmitAt(req, now)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Error("admitted")
+			}
+		case <-time.After(5 * time.Second):
+			waited = true
 		}
-	case <-time.After(5 * time.Second):
-		f.provider.ledger.Unlock()
+	})
+	if waited {
 		<-done
 		t.Fatal("the rejection waited for the ledger mutex")
 	}
-}
-
-func TestPublishMillisRejectsDelaysThatDoNotFitADuration(t *testing.T) {
-	f := newFixture(t, nil)
-	s := LoadSampleMillis{Sequence: 2, ObservedAtUnixMillis: at(0).UnixMilli(), CPUPressure: 0.1, MemoryPressure: 0.1}
-	s.QueueDelayMillis[policy.Small] = math.MaxInt64/int64(time.Millisecond) + 1
-	err := f.load.PublishMillis(s)
-	wantError(t, err, CodeInvalidArgument, ScopeLoad, DimLoadSample, ReasonLoadSampleRejected, false)
-	_, err = f.ctl.AdmitAt(request("x"), at(0))
-	wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
-
-	s.QueueDelayMillis[policy.Small] = math.MaxInt64 / int64(time.Millisecond) // the largest that fits
-	if err := f.load.PublishMillis(s); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := f.load.CurrentLoad()
-	if got.QueueDelay[policy.Small] != time.Duration(math.MaxInt64/int64(time.Millisecond))*time.Millisecond || !got.ObservedAt.Equal(at(0)) {
-		t.Fatalf("converted %+v", got)
-	}
-}
-
-// TestSampleNewerThanTheFirstReadingIsNotFutureDated acts out a sampler
-// publishing between the request's clock reading and step 12.
-func TestSampleNewerThanTheFirstReadingIsNotFutureDated(t *testing.T) {
-	f := newFixture(t, nil)
-	f.publish(t, 2, 5, 0.1, 0.1) // observed at 5ms
-	// The request read the clock at 3ms; by step 12 it is 6ms.
-	ctl := f.provider.Controller(f.source, f.load, steppingClock{first: at(3), later: 3 * time.Millisecond})
-	p, err := ctl.AdmitNow(request("x"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !p.Deadline().Equal(at(5003)) {
-		t.Fatalf("the deadline must stay bound to the first reading: %v", p.Deadline())
-	}
-	p.Release()
-	// A sample still in the future after resampling is future-dated.
-	f.publish(t, 3, 50, 0.1, 0.1)
-	_, err = ctl.AdmitNow(request("y"))
-	wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
-	// The deterministic seam never resamples.
-	_, err = f.ctl.AdmitAt(request("z"), at(49))
-	wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
 }

@@ -184,27 +184,37 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 	if s == nil || s.phase.Load() != permitQueued {
 		return nil, ErrPermitNotLive
 	}
-	l := s.ledger
-	l.Lock()
-	defer l.Unlock()
+	var err error
+	s.ledger.Update(func(tx atomicledger.Tx) { err = s.startLocked(tx) })
+	if err != nil {
+		if err == ErrPermitDeadlineExceeded {
+			// Released: nothing is left for the collector to reclaim.
+			runtime.SetFinalizer(p, nil)
+		}
+		return nil, err
+	}
+	return (*ExecutionPermit)(p), nil
+}
+
+// startLocked is StartExecution under the mutex.
+func (s *permitState) startLocked(tx atomicledger.Tx) error {
 	if s.phase.Load() != permitQueued {
-		return nil, ErrPermitNotLive
+		return ErrPermitNotLive
 	}
 	// Elapsed monotonic time since admission: half the cost of a second
 	// wall-clock read, and immune to wall-clock steps.
 	now := deadline.Resample(s.clock, s.grant.admittedAt)
 	if !now.Before(s.grant.deadline) {
-		l.ReleaseLocked(s.ticket)
+		tx.Release(s.ticket)
 		s.phase.Store(permitReleased)
-		runtime.SetFinalizer(p, nil)
-		return nil, ErrPermitDeadlineExceeded
+		return ErrPermitDeadlineExceeded
 	}
-	if !l.StartLocked(s.ticket) {
+	if !tx.Start(s.ticket) {
 		s.phase.Store(permitReleased)
-		return nil, ErrPermitNotLive
+		return ErrPermitNotLive
 	}
 	s.phase.Store(permitExecuting)
-	return (*ExecutionPermit)(p), nil
+	return nil
 }
 
 // release returns the reservation if the permit is in state from.
@@ -213,19 +223,19 @@ func (p *AdmissionPermit) release(from uint32) bool {
 	if s == nil || s.phase.Load() != from {
 		return false
 	}
-	l := s.ledger
-	l.Lock()
-	if s.phase.Load() != from {
-		l.Unlock()
-		return false
+	changed, released := false, false
+	s.ledger.Update(func(tx atomicledger.Tx) {
+		if s.phase.Load() == from {
+			s.phase.Store(permitReleased)
+			changed, released = true, tx.Release(s.ticket)
+		}
+	})
+	if changed {
+		// A released permit has nothing left to reclaim; dropping its
+		// finalizer spares the collector a finalization pass and lets the
+		// permit be freed in the first cycle that finds it unreachable.
+		runtime.SetFinalizer(p, nil)
 	}
-	s.phase.Store(permitReleased)
-	released := l.ReleaseLocked(s.ticket)
-	l.Unlock()
-	// A released permit has nothing left to reclaim; dropping its
-	// finalizer spares the collector a finalization pass and lets the
-	// permit be freed in the first cycle that finds it unreachable.
-	runtime.SetFinalizer(p, nil)
 	return released
 }
 

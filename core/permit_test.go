@@ -324,7 +324,6 @@ func TestNilRequestIsMisuse(t *testing.T) {
 	f := newFixture(t, nil)
 	for name, call := range map[string]func(){
 		"AdmitNow": func() { _, _ = f.ctl.AdmitNow(nil) },
-		"AdmitAt":  func() { _, _ = f.ctl.AdmitAt(nil, epoch) },
 	} {
 		func() {
 			defer func() {

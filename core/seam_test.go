@@ -13,11 +13,16 @@ type stoppedClock struct{ now time.Time }
 func (c stoppedClock) Now() time.Time                  { return c.now }
 func (c stoppedClock) Since(t time.Time) time.Duration { return c.now.Sub(t) }
 
-// AdmitAt is AdmitNow on a clock stopped at now.
+// AdmitAt is AdmitNow on a clock stopped at now. The permit it returns
+// reads the controller's own clock afterwards, as one from AdmitNow does.
 func (c *AdmissionController) AdmitAt(req *AdmissionRequest, now time.Time) (*AdmissionPermit, error) {
 	at := *c
 	at.clock = stoppedClock{now}
-	return at.AdmitNow(req)
+	p, err := at.AdmitNow(req)
+	if p != nil {
+		p.state().clock = c.clock
+	}
+	return p, err
 }
 
 // StartExecutionAt is StartExecution with the permit's clock stopped at

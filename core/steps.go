@@ -388,44 +388,46 @@ func (c *AdmissionController) preCheck(req *AdmissionRequest, now time.Time, d *
 	return nil
 }
 
-// commit runs step 13 under the ledger mutex: the clock is resampled, the
-// deadline and load are judged again, then duplicate, capacity and
-// feasibility, and only then does any counter move.
+// commit runs step 13 under the ledger mutex, which it takes once and
+// releases in one place; the permit is built after the mutex is released.
 func (c *AdmissionController) commit(req *AdmissionRequest, first time.Time, d *decision) (*AdmissionPermit, *rejection) {
+	var ticket atomicledger.Ticket
+	var err *rejection
+	c.provider.ledger.Update(func(tx atomicledger.Tx) { ticket, err = c.commitLocked(tx, req, first, d) })
+	if err != nil {
+		return nil, err
+	}
+	return c.newPermit(req, d, ticket), nil
+}
+
+// commitLocked is step 13: the clock is resampled, the deadline and load
+// are judged again, then duplicate, capacity and feasibility, and only
+// then does any counter move.
+func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionRequest, first time.Time, d *decision) (atomicledger.Ticket, *rejection) {
 	pr := c.provider
-	l := pr.ledger
-	l.Lock()
 	now := deadline.Resample(c.clock, first)
 	if req.Deadline.Set && deadline.Expired(now, req.Deadline.Value) {
-		l.Unlock()
-		return nil, errDeadlineExceeded
+		return atomicledger.Ticket{}, errDeadlineExceeded
 	}
 	sample, ok := c.currentLoad()
 	if err := loadVerdict(sample, ok, now, &pr.node.Overload); err != nil {
-		l.Unlock()
-		return nil, err
+		return atomicledger.Ticket{}, err
 	}
 	r := &d.reservation
-	if l.ContainsLocked(d.fingerprint, r.Tenant, req.ActivationID) {
-		l.Unlock()
-		return nil, errDuplicate
+	if tx.Contains(d.fingerprint, r.Tenant, req.ActivationID) {
+		return atomicledger.Ticket{}, errDuplicate
 	}
-	if s := l.ShortfallLocked(r); s.Scope != atomicledger.NoScope {
-		l.Unlock()
-		return nil, capacityError(s)
+	if s := tx.Shortfall(r); s.Scope != atomicledger.NoScope {
+		return atomicledger.Ticket{}, capacityError(s)
 	}
-	switch deadline.Check(d.deadline.Sub(now), l.CellBacklogLocked(r.CellClass), d.parallelism,
+	switch deadline.Check(d.deadline.Sub(now), tx.CellBacklog(r.CellClass), d.parallelism,
 		sample.QueueDelay[r.CellClass], pr.estimate()) {
 	case deadline.Infeasible:
-		l.Unlock()
-		return nil, errQueueInfeasible
+		return atomicledger.Ticket{}, errQueueInfeasible
 	case deadline.InfeasibleAlways, deadline.Overflow:
-		l.Unlock()
-		return nil, errQueueInfeasibleNo
+		return atomicledger.Ticket{}, errQueueInfeasibleNo
 	}
-	ticket := l.ReserveLocked(d.fingerprint, req.ActivationID, *r)
-	l.Unlock()
-	return c.newPermit(req, d, ticket), nil
+	return tx.Reserve(d.fingerprint, req.ActivationID, *r), nil
 }
 
 func (p *LocalQuotaProvider) estimate() deadline.Estimate {

@@ -113,6 +113,7 @@ type Ledger struct {
 
 	mu    sync.Mutex
 	table liveTable // guarded by mu (its fingerprints are also read lock-free)
+	inTx  bool      // guarded by mu; true while Update runs its function
 }
 
 // New allocates a ledger for a compiled policy. All memory the ledger will
@@ -161,22 +162,41 @@ func (l *Ledger) PreCheck(fp Fingerprint, r *Reservation) (s Shortfall, exact bo
 	return s, true
 }
 
-// Lock takes the commit mutex. Hold it only for the final checks and one
-// commit; never across a call that can block.
-func (l *Ledger) Lock() { l.mu.Lock() }
+// Tx is the ledger with its commit mutex held: the only value on which
+// the operations that need the mutex exist. Only [Ledger.Update] hands
+// one out, and it is valid only until the function it was given returns;
+// using it after that is a bug in the caller and panics.
+type Tx struct{ l *Ledger }
 
-// Unlock releases the commit mutex.
-func (l *Ledger) Unlock() { l.mu.Unlock() }
+// Update takes the commit mutex, runs fn with a transaction, and releases
+// the mutex when fn returns, on every path. Hold it only for the final
+// checks and one commit: fn must not block.
+func (l *Ledger) Update(fn func(tx Tx)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inTx = true
+	defer func() { l.inTx = false }()
+	fn(Tx{l})
+}
 
-// ContainsLocked reports whether (tenant, id) holds a live reservation.
-func (l *Ledger) ContainsLocked(fp Fingerprint, tenant policy.TenantID, id string) bool {
+// held returns the ledger, or panics if the transaction has ended.
+func (tx Tx) held() *Ledger {
+	if tx.l == nil || !tx.l.inTx {
+		panic("atomicledger: a Tx used outside its Update")
+	}
+	return tx.l
+}
+
+// Contains reports whether (tenant, id) holds a live reservation.
+func (tx Tx) Contains(fp Fingerprint, tenant policy.TenantID, id string) bool {
+	l := tx.held()
 	return l.table.findLocked(fp, tenant, id) >= 0
 }
 
-// ShortfallLocked is the first scope and dimension where r does not fit,
+// Shortfall is the first scope and dimension where r does not fit,
 // or a Shortfall with NoScope. It reads the same counters as PreCheck; with
 // mu held they cannot change underneath.
-func (l *Ledger) ShortfallLocked(r *Reservation) Shortfall { return l.shortfall(r) }
+func (tx Tx) Shortfall(r *Reservation) Shortfall { return tx.held().shortfall(r) }
 
 func (l *Ledger) shortfall(r *Reservation) Shortfall {
 	if s, ok := scopeShortfall(NodeScope, &l.node, &l.nodeLimits, r); !ok {
@@ -214,14 +234,15 @@ func fits(used, need, limit uint64) bool {
 	return need <= limit && used <= limit-need
 }
 
-// CellBacklogLocked is the number of live reservations (queued plus
+// CellBacklog is the number of live reservations (queued plus
 // executing) of cell class c.
-func (l *Ledger) CellBacklogLocked(c policy.CellClass) uint64 { return l.cell[c].live.Load() }
+func (tx Tx) CellBacklog(c policy.CellClass) uint64 { return tx.held().cell[c].live.Load() }
 
-// ReserveLocked commits r for key (fp, id). The caller has checked that
+// Reserve commits r for key (fp, id). The caller has checked that
 // the key is absent and ShortfallLocked found room; every counter moves
 // only after all checks passed.
-func (l *Ledger) ReserveLocked(fp Fingerprint, id string, r Reservation) Ticket {
+func (tx Tx) Reserve(fp Fingerprint, id string, r Reservation) Ticket {
+	l := tx.held()
 	l.sequence.seq.Add(1)
 	tk := l.table.insertLocked(fp, id, r)
 	add(&l.node, &r, 1)
@@ -247,20 +268,11 @@ func sub(c *counters, r *Reservation, queued uint64) {
 	c.memory.Add(-r.MemoryBytes)
 }
 
-// LiveLocked reports whether tk still names a live reservation, and
-// whether it has started executing.
-func (l *Ledger) LiveLocked(tk Ticket) (live, executing bool) {
-	e := l.table.entryLocked(tk)
-	if e == nil {
-		return false, false
-	}
-	return true, e.executing
-}
-
-// StartLocked moves a queued reservation to executing: it returns the
+// Start moves a queued reservation to executing: it returns the
 // queued slots at node, tenant, trust class and queue class and keeps the
 // rest. It reports false if tk is not live or already executing.
-func (l *Ledger) StartLocked(tk Ticket) bool {
+func (tx Tx) Start(tk Ticket) bool {
+	l := tx.held()
 	e := l.table.entryLocked(tk)
 	if e == nil || e.executing {
 		return false
@@ -276,9 +288,12 @@ func (l *Ledger) StartLocked(tk Ticket) bool {
 	return true
 }
 
-// ReleaseLocked returns everything tk still holds. It reports false, and
+// Release returns everything tk still holds. It reports false, and
 // changes nothing, when tk no longer names a live reservation.
-func (l *Ledger) ReleaseLocked(tk Ticket) bool {
+func (tx Tx) Release(tk Ticket) bool { return tx.held().releaseLocked(tk) }
+
+// releaseLocked is Release; the caller holds mu.
+func (l *Ledger) releaseLocked(tk Ticket) bool {
 	e := l.table.entryLocked(tk)
 	if e == nil {
 		return false
@@ -303,7 +318,7 @@ func (l *Ledger) ReleaseLocked(tk Ticket) bool {
 func (l *Ledger) Release(tk Ticket) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.ReleaseLocked(tk)
+	return l.releaseLocked(tk)
 }
 
 // Node reads the node counters lock-free.
@@ -327,7 +342,3 @@ func (l *Ledger) LiveEntries() int {
 	defer l.mu.Unlock()
 	return l.table.liveCountLocked()
 }
-
-// Capacity is the number of reservations the live table can hold, fixed
-// at construction.
-func (l *Ledger) Capacity() int { return len(l.table.entries) }

@@ -64,24 +64,28 @@ func TestLiveTableAgainstAMap(t *testing.T) {
 			for step := 0; step < 20000; step++ {
 				k := key{policy.TenantID(rng.IntN(2)), fmt.Sprint(rng.IntN(int(maxLive) * 3))}
 				fp := FingerprintOf(k.tenant, k.id)
-				l.Lock()
-				found := l.ContainsLocked(fp, k.tenant, k.id)
-				_, want := model[k]
-				if found != want {
-					l.Unlock()
-					t.Fatalf("step %d: contains(%v) = %v, want %v", step, k, found, want)
-				}
-				r := Reservation{Tenant: k.tenant, CPUFuel: 1, MemoryBytes: 1}
-				switch {
-				case found:
-					if !l.ReleaseLocked(model[k]) {
-						t.Fatalf("step %d: live ticket did not release", step)
+				var failure string
+				l.Update(func(tx Tx) {
+					found := tx.Contains(fp, k.tenant, k.id)
+					_, want := model[k]
+					if found != want {
+						failure = fmt.Sprintf("contains(%v) = %v, want %v", k, found, want)
+						return
 					}
-					delete(model, k)
-				case l.ShortfallLocked(&r).Scope == NoScope:
-					model[k] = l.ReserveLocked(fp, k.id, r)
+					r := Reservation{Tenant: k.tenant, CPUFuel: 1, MemoryBytes: 1}
+					switch {
+					case found:
+						if !tx.Release(model[k]) {
+							failure = "live ticket did not release"
+						}
+						delete(model, k)
+					case tx.Shortfall(&r).Scope == NoScope:
+						model[k] = tx.Reserve(fp, k.id, r)
+					}
+				})
+				if failure != "" {
+					t.Fatalf("step %d: %s", step, failure)
 				}
-				l.Unlock()
 				if n := l.Node().Live; n != uint64(len(model)) {
 					t.Fatalf("step %d: node live %d, model %d", step, n, len(model))
 				}
@@ -97,9 +101,7 @@ func TestPreCheck(t *testing.T) {
 	if s, exact := l.PreCheck(fp, &r); !exact || s.Scope != NoScope {
 		t.Fatalf("empty ledger: %+v %v", s, exact)
 	}
-	l.Lock()
-	tk := l.ReserveLocked(fp, "x", r)
-	l.Unlock()
+	tk := reserve(l, fp, "x", r)
 	if _, exact := l.PreCheck(fp, &r); exact {
 		t.Fatal("a possibly live key must defer to the locked path")
 	}
@@ -136,5 +138,41 @@ func TestFitsNeverOverflows(t *testing.T) {
 	}
 	if fits(0, 3, 2) {
 		t.Fatal("need over limit")
+	}
+}
+
+// reserve commits r in a transaction of its own.
+func reserve(l *Ledger, fp Fingerprint, id string, r Reservation) (tk Ticket) {
+	l.Update(func(tx Tx) { tk = tx.Reserve(fp, id, r) })
+	return tk
+}
+
+func TestTxOutsideItsUpdatePanics(t *testing.T) {
+	l := testLedger(t, 1)
+	var kept Tx
+	l.Update(func(tx Tx) { kept = tx })
+	for name, use := range map[string]func(){
+		"kept":  func() { kept.Contains(FingerprintOf(0, "x"), 0, "x") },
+		"zero":  func() { Tx{}.CellBacklog(0) },
+		"start": func() { kept.Start(Ticket{}) },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != "atomicledger: a Tx used outside its Update" {
+					t.Errorf("%s: recovered %v", name, r)
+				}
+			}()
+			use()
+		}()
+	}
+	// A function that panics inside Update still releases the mutex and
+	// ends the transaction.
+	func() {
+		defer func() { _ = recover() }()
+		l.Update(func(tx Tx) { kept = tx; panic("inside") })
+	}()
+	l.Update(func(Tx) {})
+	if l.inTx {
+		t.Fatal("the transaction outlived a panic")
 	}
 }

@@ -26,17 +26,20 @@ func TestSnapshotIsConsistentAcrossScopes(t *testing.T) {
 				id := fmt.Sprintf("w%d-%d", w, i)
 				r := Reservation{Tenant: policy.TenantID(w % 2), CPUFuel: 3, MemoryBytes: 5}
 				fp := FingerprintOf(r.Tenant, id)
-				l.Lock()
-				if l.ShortfallLocked(&r).Scope != NoScope || l.ContainsLocked(fp, r.Tenant, id) {
-					l.Unlock()
-					continue
+				var tk Ticket
+				reserved := false
+				l.Update(func(tx Tx) {
+					if tx.Shortfall(&r).Scope != NoScope || tx.Contains(fp, r.Tenant, id) {
+						return
+					}
+					tk, reserved = tx.Reserve(fp, id, r), true
+					if i%2 == 0 {
+						tx.Start(tk)
+					}
+				})
+				if reserved {
+					l.Release(tk)
 				}
-				tk := l.ReserveLocked(fp, id, r)
-				if i%2 == 0 {
-					l.StartLocked(tk)
-				}
-				l.Unlock()
-				l.Release(tk)
 			}
 		}()
 	}
