@@ -8,11 +8,16 @@
 //	go run ./cmd/stress [-duration 10s] [-workers N] [-seed S]
 //	                    [-policy FILE] [-catalog FILE]
 //	                    [-cpuprofile FILE] [-memprofile FILE] [-pipeline]
+//	                    [-load synthetic|psi]
 //
 // With -pipeline the accepted work also runs: through the fair scheduler,
 // the fixed cell pool and the runner with a synthetic backend that acts
 // out every terminal outcome, and the invariants then cover the
 // scheduler's and the pool's counters too.
+//
+// With -load psi the node's real load sampler (node/loadsampler) reads
+// this machine's PSI and cgroup instead of the synthetic samples, and the
+// soak prints the sources it used.
 package main
 
 import (
@@ -44,6 +49,7 @@ type config struct {
 	cpuProfile string
 	memProfile string
 	pipeline   bool
+	load       string // loadSynthetic or loadPSI
 }
 
 func main() {
@@ -62,7 +68,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the soak to FILE")
 	fs.StringVar(&cfg.memProfile, "memprofile", "", "write an allocation profile to FILE at the end")
 	fs.BoolVar(&cfg.pipeline, "pipeline", false, "soak the full pipeline: admission, scheduler, cell pool and runner")
+	fs.StringVar(&cfg.load, "load", loadSynthetic, "load samples: synthetic, or psi for the real sampler over this machine")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if cfg.load != loadSynthetic && cfg.load != loadPSI {
+		fmt.Fprintln(stderr, "stress: -load must be synthetic or psi")
 		return 2
 	}
 	if cfg.duration <= 0 || cfg.workers <= 0 {
@@ -94,6 +105,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "stress: %v\n", err)
 		return 2
+	}
+	if cfg.load == loadPSI {
+		if s.real, err = s.startRealLoad(nil); err != nil {
+			fmt.Fprintf(stderr, "stress: %v\n", err)
+			return 2
+		}
 	}
 	rep := s.run()
 	rep.print(stdout)

@@ -64,7 +64,14 @@ func runPipeline(cfg config, pol *policy.NodeAdmissionPolicy, file catalog.File,
 		return 2
 	}
 	defer pipe.Close()
-	s.publishThrough(pipe, 1)
+	if cfg.load == loadPSI {
+		if s.real, err = s.startRealLoad(pipe); err != nil {
+			fmt.Fprintf(out, "stress: %v\n", err)
+			return 2
+		}
+	} else {
+		s.publishThrough(pipe, 1)
+	}
 	base := pipe.Counters()
 	before := sampleResources()
 
@@ -103,6 +110,9 @@ func runPipeline(cfg config, pol *policy.NodeAdmissionPolicy, file catalog.File,
 	workers.Wait()
 	close(stop)
 	wg.Wait()
+	if s.real != nil {
+		s.real.stop(s)
+	}
 	pipe.Drain()
 	pipe.ReplenishAll()
 	elapsed := time.Since(start)
@@ -215,6 +225,11 @@ func (s *soak) pipelineSampler(pipe *pipeline.Pipeline, stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-tick.C:
+		}
+		if s.real != nil {
+			// The real sampler publishes; this loop only repairs.
+			pipe.ReplenishAll()
+			continue
 		}
 		seq++
 		s.publishThrough(pipe, seq)

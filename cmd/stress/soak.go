@@ -34,6 +34,8 @@ type soak struct {
 	load     *core.NodeLoadState
 	catalog  *catalog.Catalog
 	file     catalog.File
+	// real is the real load sampler under -load psi; nil for synthetic.
+	real *realLoad
 
 	templates []template
 	pins      atomic.Pointer[[]*catalog.Pin] // newest first, at most 4
@@ -101,14 +103,19 @@ func (s *soak) pushPin(p *catalog.Pin) {
 // run soaks for the configured duration and returns the report.
 func (s *soak) run() *report {
 	rep := &report{seed: s.cfg.seed, workers: s.cfg.workers, duration: s.cfg.duration}
-	s.publish(1, 0.3, 0.3)
+	if s.real == nil {
+		s.publish(1, 0.3, 0.3)
+	}
 	s.warmUp()
 	warm := s.provider.Metrics()
 	rep.before = sampleResources()
 
 	var background sync.WaitGroup
-	background.Add(2)
-	go func() { defer background.Done(); s.sampler() }()
+	background.Add(1)
+	if s.real == nil {
+		background.Add(1)
+		go func() { defer background.Done(); s.sampler() }()
+	}
 	go func() { defer background.Done(); s.deployer() }()
 
 	workers := make([]*worker, s.cfg.workers)
@@ -124,6 +131,9 @@ func (s *soak) run() *report {
 	wg.Wait()
 	background.Wait()
 	rep.elapsed = time.Since(start)
+	if s.real != nil {
+		s.real.stop(s)
+	}
 
 	for _, w := range workers {
 		w.releaseAll()
