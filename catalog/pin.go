@@ -81,7 +81,7 @@ func (p *Pin) Resolve(target Target, routingKey string) (*policy.ResolvedRevisio
 	// weight-0 revision repeats its predecessor's sum and is never first.
 	j := sort.Search(len(rt.cumulative), func(k int) bool { return rt.cumulative[k] > point })
 	rev := &rt.revisions[j]
-	return &policy.ResolvedRevision{
+	return &policy.ResolvedRevision{RevisionIdentity: policy.RevisionIdentity{
 		Tenant:     dep.tenant,
 		Service:    dep.service,
 		Route:      rt.name,
@@ -90,7 +90,7 @@ func (p *Pin) Resolve(target Target, routingKey string) (*policy.ResolvedRevisio
 		Revision:   rev.id,
 		Release:    rev.releaseID,
 		Generation: dep.generation,
-	}, nil
+	}}, nil
 }
 
 // RevisionPolicy returns the typed policy of rev if the pin holds a

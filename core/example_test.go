@@ -52,8 +52,8 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	rev := policy.ResolvedRevision{Tenant: "acme", Service: "thumbs", Route: "resize", Contract: "img.v1",
-		Function: "resize", Revision: "rev-1", Release: "rel-1", Generation: 1}
+	rev := policy.ResolvedRevision{RevisionIdentity: policy.RevisionIdentity{Tenant: "acme", Service: "thumbs", Route: "resize", Contract: "img.v1",
+		Function: "resize", Revision: "rev-1", Release: "rel-1", Generation: 1}}
 	source := &staticSource{rev: rev, policy: policy.RevisionPolicy{
 		TrustClass: "standard", Backend: "wasm", Threading: policy.SingleThreaded, StateModel: "stateless",
 		DeploymentCeiling: policy.Ceiling{WallTime: policy.Some(5 * time.Second)},

@@ -63,8 +63,8 @@ func (s *mapSource) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.Revisi
 
 // resizeRevision is acme/thumbs/resize, as the shared scenarios deploy it.
 func resizeRevision() policy.ResolvedRevision {
-	return policy.ResolvedRevision{Tenant: "acme", Service: "thumbs", Route: "resize", Contract: "img.v1",
-		Function: "resize", Revision: "rev-resize", Release: "rel-resize", Generation: 1}
+	return policy.ResolvedRevision{RevisionIdentity: policy.RevisionIdentity{Tenant: "acme", Service: "thumbs", Route: "resize", Contract: "img.v1",
+		Function: "resize", Revision: "rev-resize", Release: "rel-resize", Generation: 1}}
 }
 
 func resizePolicy() *policy.RevisionPolicy {

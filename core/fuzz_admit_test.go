@@ -179,8 +179,8 @@ func fuzzPolicy() *policy.NodeAdmissionPolicy {
 // with another policy and drops globex.
 func fuzzSources() ([]*gen.Source, []policy.ResolvedRevision) {
 	rev := func(tenant, route string, gen uint64) policy.ResolvedRevision {
-		return policy.ResolvedRevision{Tenant: tenant, Service: "svc", Route: route, Contract: "c", Function: "f",
-			Revision: "rev-" + route, Release: "rel-" + route, Generation: gen}
+		return policy.ResolvedRevision{RevisionIdentity: policy.RevisionIdentity{Tenant: tenant, Service: "svc", Route: route, Contract: "c", Function: "f",
+			Revision: "rev-" + route, Release: "rel-" + route, Generation: gen}}
 	}
 	standard := &policy.RevisionPolicy{TrustClass: "standard", Backend: "wasm", Threading: policy.SingleThreaded, StateModel: "stateless",
 		CapsuleCeiling: policy.Ceiling{WallTime: policy.Some(time.Second)}}

@@ -89,8 +89,8 @@ func linSetup(t testing.TB) (core.RevisionPolicySource, *core.NodeLoadState) {
 }
 
 func linRevision(tenant string) policy.ResolvedRevision {
-	return policy.ResolvedRevision{Tenant: tenant, Service: "svc", Route: "r", Contract: "c", Function: "f",
-		Revision: "rev", Release: "rel", Generation: 1}
+	return policy.ResolvedRevision{RevisionIdentity: policy.RevisionIdentity{Tenant: tenant, Service: "svc", Route: "r", Contract: "c", Function: "f",
+		Revision: "rev", Release: "rel", Generation: 1}}
 }
 
 func linRequest(tenant, id, priority int, fuel uint64) *core.AdmissionRequest {

@@ -21,23 +21,10 @@ const (
 	permitReleased
 )
 
-// RevisionIdentity is the verified identity tuple a permit was admitted
-// for. The revision's untrusted attributes are not carried.
-type RevisionIdentity struct {
-	Tenant     string
-	Service    string
-	Route      string
-	Contract   string
-	Function   string
-	Revision   string
-	Release    string
-	Generation uint64
-}
-
 // grant is everything a permit tells its holder; immutable after admission.
 type grant struct {
 	activationID string
-	revision     RevisionIdentity
+	revision     policy.RevisionIdentity
 	budget       policy.Budget
 	deadline     time.Time
 	admittedAt   time.Time // the reading the deadline was bound to
@@ -131,16 +118,15 @@ func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, tick
 		ticket:  ticket,
 		grant: grant{
 			activationID: req.ActivationID,
-			revision: RevisionIdentity{Tenant: r.Tenant, Service: r.Service, Route: r.Route, Contract: r.Contract,
-				Function: r.Function, Revision: r.Revision, Release: r.Release, Generation: r.Generation},
-			budget:     effectiveBudget(d),
-			deadline:   d.deadline,
-			admittedAt: d.admittedAt,
-			cell:       d.reservation.CellClass,
-			queueClass: pr.queues[d.reservation.QueueClass].Name,
-			trustClass: pr.trust[d.reservation.TrustClass].Name,
-			priority:   req.Priority,
-			rev:        d.rev,
+			revision:     r.RevisionIdentity,
+			budget:       effectiveBudget(d),
+			deadline:     d.deadline,
+			admittedAt:   d.admittedAt,
+			cell:         d.reservation.CellClass,
+			queueClass:   pr.queues[d.reservation.QueueClass].Name,
+			trustClass:   pr.trust[d.reservation.TrustClass].Name,
+			priority:     req.Priority,
+			rev:          d.rev,
 		},
 	}}
 	b.state.phase.Store(permitQueued)
@@ -284,7 +270,7 @@ func (p *AdmissionPermit) ActivationID() string { return p.g().activationID }
 func (p *AdmissionPermit) Tenant() string { return p.g().revision.Tenant }
 
 // Revision is the verified revision identity.
-func (p *AdmissionPermit) Revision() RevisionIdentity { return p.g().revision }
+func (p *AdmissionPermit) Revision() policy.RevisionIdentity { return p.g().revision }
 
 // EffectiveBudget is the grant: per dimension the minimum of request,
 // capsule, deployment and node ceilings. Its wall time is always set: the
@@ -312,7 +298,7 @@ func (e *ExecutionPermit) ActivationID() string { return e.g().activationID }
 func (e *ExecutionPermit) Tenant() string { return e.g().revision.Tenant }
 
 // Revision is the verified revision identity.
-func (e *ExecutionPermit) Revision() RevisionIdentity { return e.g().revision }
+func (e *ExecutionPermit) Revision() policy.RevisionIdentity { return e.g().revision }
 
 // EffectiveBudget is the grant the runner initializes accounting from.
 func (e *ExecutionPermit) EffectiveBudget() policy.Budget { return e.g().budget }

@@ -29,7 +29,7 @@ func TestPermitCarriesTheGrant(t *testing.T) {
 	if p.ActivationID() != "grant" || p.Tenant() != "acme" {
 		t.Fatalf("identity: %q %q", p.ActivationID(), p.Tenant())
 	}
-	want := RevisionIdentity{Tenant: "acme", Service: "thumbs", Route: "resize", Contract: "img.v1", Function: "resize",
+	want := policy.RevisionIdentity{Tenant: "acme", Service: "thumbs", Route: "resize", Contract: "img.v1", Function: "resize",
 		Revision: "rev-resize", Release: "rel-resize", Generation: 1}
 	if p.Revision() != want {
 		t.Fatalf("revision %+v", p.Revision())

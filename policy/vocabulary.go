@@ -177,6 +177,15 @@ type PlacementRestriction struct {
 // view and never re-resolves. Attributes are untrusted metadata: counted
 // against the metadata bounds, otherwise ignored.
 type ResolvedRevision struct {
+	RevisionIdentity
+	Attributes map[string]string
+}
+
+// RevisionIdentity is the identity tuple of one revision: what a route
+// resolves to, what admission verifies against the pinned view, and what
+// a permit carries. It is comparable, so two identities are the same
+// exactly when they are ==.
+type RevisionIdentity struct {
 	Tenant     string
 	Service    string
 	Route      string
@@ -185,7 +194,6 @@ type ResolvedRevision struct {
 	Revision   string
 	Release    string
 	Generation uint64
-	Attributes map[string]string
 }
 
 // RevisionPolicy is the typed execution policy of one revision, as the

@@ -30,8 +30,8 @@ func (source) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionPoli
 }
 
 func revision(tenant string) policy.ResolvedRevision {
-	return policy.ResolvedRevision{Tenant: tenant, Service: "svc", Route: "run", Contract: "c.v1",
-		Function: "run", Revision: "rev-" + tenant, Release: "rel-" + tenant, Generation: 1}
+	return policy.ResolvedRevision{RevisionIdentity: policy.RevisionIdentity{Tenant: tenant, Service: "svc", Route: "run", Contract: "c.v1",
+		Function: "run", Revision: "rev-" + tenant, Release: "rel-" + tenant, Generation: 1}}
 }
 
 var ids atomic.Uint64

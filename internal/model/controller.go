@@ -162,12 +162,10 @@ func (c *Controller) admit(req *core.AdmissionRequest, now time.Time, resample f
 		reservation: r,
 		grant: grant{
 			activationID: req.ActivationID,
-			revision: core.RevisionIdentity{Tenant: req.Revision.Tenant, Service: req.Revision.Service,
-				Route: req.Revision.Route, Contract: req.Revision.Contract, Function: req.Revision.Function,
-				Revision: req.Revision.Revision, Release: req.Revision.Release, Generation: req.Revision.Generation},
-			budget:     shortened(granted, effectiveDeadline.Sub(admittedAt)),
-			deadline:   effectiveDeadline,
-			admittedAt: admittedAt,
+			revision:     req.Revision.RevisionIdentity,
+			budget:       shortened(granted, effectiveDeadline.Sub(admittedAt)),
+			deadline:     effectiveDeadline,
+			admittedAt:   admittedAt,
 			obligations: core.Obligations{
 				CellClass: class, QueueClass: r.queueClass, TrustClass: r.trustClass, Priority: req.Priority,
 				Backend: rev.Backend, Threading: rev.Threading, StateModel: rev.StateModel,

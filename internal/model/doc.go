@@ -19,7 +19,7 @@
 // (swapped with [Controller.WithPolicySource]), a [core.NodeLoadSource]
 // ([LoadState] is the model's own), and [core.AdmissionRequest]s. The
 // outputs are comparable with core's: the same five error fields and
-// text, [core.QuotaSnapshot]s, [core.RevisionIdentity] and
+// text, [core.QuotaSnapshot]s, [policy.RevisionIdentity] and
 // [core.Obligations] on a [Permit].
 //
 // # Decision order

@@ -89,8 +89,8 @@ func request(id string) *core.AdmissionRequest {
 	return &core.AdmissionRequest{
 		ActivationID: id,
 		Principal:    core.Principal{Kind: policy.UserPrincipal, Subject: "alice", Tenant: "acme"},
-		Revision: policy.ResolvedRevision{Tenant: "acme", Service: "svc", Route: "r", Contract: "c", Function: "f",
-			Revision: "rev", Release: "rel", Generation: 1},
+		Revision: policy.ResolvedRevision{RevisionIdentity: policy.RevisionIdentity{Tenant: "acme", Service: "svc", Route: "r", Contract: "c", Function: "f",
+			Revision: "rev", Release: "rel", Generation: 1}},
 		RequestedBudget: policy.Budget{CPUFuel: 10, MemoryBytes: 3},
 	}
 }

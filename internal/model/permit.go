@@ -25,7 +25,7 @@ type Permit struct {
 // grant is what a permit tells its holder; immutable after admission.
 type grant struct {
 	activationID string
-	revision     core.RevisionIdentity
+	revision     policy.RevisionIdentity
 	budget       policy.Budget
 	deadline     time.Time
 	admittedAt   time.Time // the reading the deadline was bound to
@@ -141,7 +141,7 @@ func (p *Permit) ActivationID() string { return p.g().activationID }
 func (p *Permit) Tenant() string { return p.g().revision.Tenant }
 
 // Revision is the verified revision identity.
-func (p *Permit) Revision() core.RevisionIdentity { return p.g().revision }
+func (p *Permit) Revision() policy.RevisionIdentity { return p.g().revision }
 
 // EffectiveBudget is the grant, its wall time from admission to the
 // effective deadline.

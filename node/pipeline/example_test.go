@@ -58,8 +58,8 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	rev := policy.ResolvedRevision{Tenant: "acme", Service: "thumbs", Route: "resize", Contract: "img.v1",
-		Function: "resize", Revision: "rev-1", Release: "rel-1", Generation: 1}
+	rev := policy.ResolvedRevision{RevisionIdentity: policy.RevisionIdentity{Tenant: "acme", Service: "thumbs", Route: "resize", Contract: "img.v1",
+		Function: "resize", Revision: "rev-1", Release: "rel-1", Generation: 1}}
 	source := &oneRevision{rev: rev, policy: policy.RevisionPolicy{TrustClass: "standard", Backend: "wasm",
 		Threading: policy.SingleThreaded, StateModel: "stateless"}}
 	load := core.NewNodeLoadState(provider.Policy().Node().Overload.MaximumObservationAge, nil)

@@ -9,6 +9,7 @@ import (
 	"latent.dev/admission/core"
 	"latent.dev/admission/core/deadline"
 	"latent.dev/admission/node/cellpool"
+	"latent.dev/admission/policy"
 )
 
 // Guest is what a backend is asked to run: the admitted identity, the
@@ -16,7 +17,7 @@ import (
 // features, call depth), the cell, the input and the meter.
 type Guest struct {
 	ActivationID string
-	Revision     core.RevisionIdentity
+	Revision     policy.RevisionIdentity
 	Obligations  core.Obligations
 	Cell         cellpool.CellID
 	Input        []byte

@@ -292,8 +292,8 @@ func (g Generator) Sources(p *policy.NodeAdmissionPolicy) ([]*Source, []policy.R
 		for ti := range p.Tenants {
 			tp := &p.Tenants[ti]
 			for _, route := range []string{"r1", "r2"}[:Int(t, 1, 2, "routes")] {
-				rev := policy.ResolvedRevision{Tenant: tp.ID, Service: "svc", Route: route, Contract: "c.v1", Function: "fn",
-					Revision: fmt.Sprintf("rev-%s-%d", route, gen), Release: fmt.Sprintf("rel-%s-%d", route, gen), Generation: uint64(gen)}
+				rev := policy.ResolvedRevision{RevisionIdentity: policy.RevisionIdentity{Tenant: tp.ID, Service: "svc", Route: route, Contract: "c.v1", Function: "fn",
+					Revision: fmt.Sprintf("rev-%s-%d", route, gen), Release: fmt.Sprintf("rel-%s-%d", route, gen), Generation: uint64(gen)}}
 				s.Entries = append(s.Entries, Entry{Revision: rev, Policy: g.revisionPolicy(p, tp)})
 				all = append(all, rev)
 			}

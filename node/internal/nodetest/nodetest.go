@@ -73,8 +73,8 @@ func Roomy(p *policy.NodeAdmissionPolicy, n uint64) {
 // Revision is the identity of the one revision the source deploys for
 // tenant.
 func Revision(tenant string) policy.ResolvedRevision {
-	return policy.ResolvedRevision{Tenant: tenant, Service: "svc", Route: "run", Contract: "c.v1",
-		Function: "run", Revision: "rev-" + tenant, Release: "rel-" + tenant, Generation: 1}
+	return policy.ResolvedRevision{RevisionIdentity: policy.RevisionIdentity{Tenant: tenant, Service: "svc", Route: "run", Contract: "c.v1",
+		Function: "run", Revision: "rev-" + tenant, Release: "rel-" + tenant, Generation: 1}}
 }
 
 // RevisionPolicy is a single-threaded wasm revision without features in
