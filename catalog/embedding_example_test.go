@@ -58,7 +58,7 @@ func Example_embedding() {
 		fmt.Println("rejected:", err)
 		return
 	}
-	o := permit.Obligations()
+	o := permit.Grant().Obligations
 	fmt.Println("cell", o.CellClass, "queue", o.QueueClass, "trust", o.TrustClass, "call depth", o.CallDepthLimit)
 
 	// The scheduler owns the permit from here: it checks the deadline right

@@ -76,8 +76,8 @@ func Example() {
 		fmt.Println("rejected:", err)
 		return
 	}
-	o := permit.Obligations()
-	fmt.Println("admitted into", o.CellClass, "cell, queue", o.QueueClass, "with", permit.EffectiveBudget().WallTime.Value)
+	o := permit.Grant().Obligations
+	fmt.Println("admitted into", o.CellClass, "cell, queue", o.QueueClass, "with", permit.Grant().Budget.WallTime.Value)
 
 	// The scheduler checks the deadline right before leasing a cell, then
 	// consumes the queued permit.

@@ -392,11 +392,11 @@ func (fz *fuzzRun) admitted(t *testing.T, cp *core.AdmissionPermit, cerr error, 
 	if cerr != nil {
 		return
 	}
-	if cp.EffectiveBudget() != mp.EffectiveBudget() || !cp.Deadline().Equal(mp.Deadline()) {
-		t.Fatalf("grant: core %+v %v, model %+v %v", cp.EffectiveBudget(), cp.Deadline(), mp.EffectiveBudget(), mp.Deadline())
+	if cp.Grant().Budget != mp.Grant().Budget || !cp.Grant().Deadline.Equal(mp.Grant().Deadline) {
+		t.Fatalf("grant: core %+v %v, model %+v %v", cp.Grant().Budget, cp.Grant().Deadline, mp.Grant().Budget, mp.Grant().Deadline)
 	}
-	co, mo := cp.Obligations(), mp.Obligations()
-	if co.CellClass != mo.CellClass || co.QueueClass != mo.QueueClass || co.TrustClass != mo.TrustClass || !slices.Equal(co.Features, mo.Features) {
+	co, mo := cp.Grant().Obligations, mp.Grant().Obligations
+	if co.CellClass != mo.CellClass || co.QueueClass != mo.QueueClass || co.TrustClass != mo.TrustClass || !slices.Equal(co.Features.Names(), mo.Features.Names()) {
 		t.Fatalf("obligations: core %+v, model %+v", co, mo)
 	}
 	fz.permits = append(fz.permits, permitPair{core: cp, model: mp})

@@ -41,10 +41,10 @@ func TestEffectiveBudgetIsShortenedByTheCallerDeadline(t *testing.T) {
 			}
 			defer p.Release()
 			want := policy.Some(time.Duration(tc.wantMs) * time.Millisecond)
-			if got := p.EffectiveBudget().WallTime; got != want {
+			if got := p.Grant().Budget.WallTime; got != want {
 				t.Fatalf("admission permit wall time %v, want %v", got.Value, want.Value)
 			}
-			if got := p.Deadline().Sub(at(100)); got != want.Value {
+			if got := p.Grant().Deadline.Sub(at(100)); got != want.Value {
 				t.Fatalf("deadline leaves %v, want %v", got, want.Value)
 			}
 			e, err := p.StartExecutionAt(at(100))
@@ -52,7 +52,7 @@ func TestEffectiveBudgetIsShortenedByTheCallerDeadline(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Release()
-			if got := e.EffectiveBudget().WallTime; got != want {
+			if got := e.Grant().Budget.WallTime; got != want {
 				t.Fatalf("execution permit wall time %v, want %v", got.Value, want.Value)
 			}
 		})
@@ -68,7 +68,7 @@ func TestOverwrittenPermitIsInertAndStillReclaimed(t *testing.T) {
 	func() {
 		p := admit(t, f, "zeroed", 0)
 		*p = AdmissionPermit{}
-		if p.Live() || p.Release() || p.ActivationID() != "" {
+		if p.Live() || p.Release() || p.Grant().ActivationID != "" {
 			t.Fatal("an overwritten permit is not inert")
 		}
 		wantError(t, p.EnsureSchedulableAt(at(1)), CodeFailedPrecondition, ScopePermit, DimPermit, ReasonPermitNotLive, false)
@@ -106,7 +106,7 @@ func TestCopiedPermitIsInert(t *testing.T) {
 	defer p.Release()
 	c := new(AdmissionPermit)
 	copyPermit(c, p)
-	if c.Live() || c.Release() || c.ActivationID() != "" {
+	if c.Live() || c.Release() || c.Grant().ActivationID != "" {
 		t.Fatal("a copy acts on the original's reservation")
 	}
 	if !p.Live() {

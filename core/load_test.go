@@ -111,8 +111,8 @@ func TestLivePathDecidesWithTheSecondReading(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !p.Deadline().Equal(at(5100)) {
-			t.Fatalf("deadline %v", p.Deadline())
+		if !p.Grant().Deadline.Equal(at(5100)) {
+			t.Fatalf("deadline %v", p.Grant().Deadline)
 		}
 		p.Release()
 	})

@@ -209,20 +209,20 @@ func (m *diffMachine) compareAdmission(t *rapid.T, op string, cp *core.Admission
 	}
 	m.outcomes["admitted"]++
 	m.admitted++
-	if cp.ActivationID() != mp.ActivationID() || cp.Tenant() != mp.Tenant() || cp.Revision() != mp.Revision() {
-		t.Fatalf("%s: identity: core %q %q %+v, model %q %q %+v", op, cp.ActivationID(), cp.Tenant(), cp.Revision(),
-			mp.ActivationID(), mp.Tenant(), mp.Revision())
+	if cp.Grant().ActivationID != mp.Grant().ActivationID || cp.Grant().Revision.Tenant != mp.Grant().Revision.Tenant || cp.Grant().Revision != mp.Grant().Revision {
+		t.Fatalf("%s: identity: core %q %q %+v, model %q %q %+v", op, cp.Grant().ActivationID, cp.Grant().Revision.Tenant, cp.Grant().Revision,
+			mp.Grant().ActivationID, mp.Grant().Revision.Tenant, mp.Grant().Revision)
 	}
-	if cp.EffectiveBudget() != mp.EffectiveBudget() {
-		t.Fatalf("%s: budget: core %+v, model %+v", op, cp.EffectiveBudget(), mp.EffectiveBudget())
+	if cp.Grant().Budget != mp.Grant().Budget {
+		t.Fatalf("%s: budget: core %+v, model %+v", op, cp.Grant().Budget, mp.Grant().Budget)
 	}
-	if !cp.Deadline().Equal(mp.Deadline()) {
-		t.Fatalf("%s: deadline: core %v, model %v", op, cp.Deadline(), mp.Deadline())
+	if !cp.Grant().Deadline.Equal(mp.Grant().Deadline) {
+		t.Fatalf("%s: deadline: core %v, model %v", op, cp.Grant().Deadline, mp.Grant().Deadline)
 	}
-	co, mo := cp.Obligations(), mp.Obligations()
+	co, mo := cp.Grant().Obligations, mp.Grant().Obligations
 	if co.CellClass != mo.CellClass || co.QueueClass != mo.QueueClass || co.TrustClass != mo.TrustClass || co.Priority != mo.Priority ||
 		co.Backend != mo.Backend || co.Threading != mo.Threading || co.StateModel != mo.StateModel ||
-		!slices.Equal(co.Features, mo.Features) || co.CallDepthLimit != mo.CallDepthLimit {
+		!slices.Equal(co.Features.Names(), mo.Features.Names()) || co.CallDepthLimit != mo.CallDepthLimit {
 		t.Fatalf("%s: obligations: core %+v, model %+v", op, co, mo)
 	}
 	m.permits = append(m.permits, permitPair{core: cp, model: mp})
@@ -295,7 +295,7 @@ func (m *diffMachine) compareStart(t *rapid.T, op string, ce *core.ExecutionPerm
 		return
 	}
 	m.outcomes["started"]++
-	if ce.ActivationID() != me.ActivationID() || !ce.Deadline().Equal(me.Deadline()) || ce.EffectiveBudget() != me.EffectiveBudget() {
+	if ce.Grant().ActivationID != me.Grant().ActivationID || !ce.Grant().Deadline.Equal(me.Grant().Deadline) || ce.Grant().Budget != me.Grant().Budget {
 		t.Fatalf("%s: the execution permits differ", op)
 	}
 	m.executions = append(m.executions, executionPair{core: ce, model: me})

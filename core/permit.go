@@ -21,19 +21,57 @@ const (
 	permitReleased
 )
 
-// grant is everything a permit tells its holder; immutable after admission.
-type grant struct {
-	activationID string
-	revision     policy.RevisionIdentity
-	budget       policy.Budget
-	deadline     time.Time
-	admittedAt   time.Time // the reading the deadline was bound to
-	cell         policy.CellClass
-	queueClass   string
-	trustClass   string
-	priority     uint32
-	rev          *policy.RevisionPolicy
+// Grant is everything a permit tells its holder: what was admitted, the
+// effective budget and deadline, and the obligations downstream must
+// enforce. It is a value: a holder's copy changes nothing the permit or
+// anyone else sees.
+type Grant struct {
+	ActivationID string
+	Revision     policy.RevisionIdentity // verified; Revision.Tenant is the admitted tenant
+	// Budget is the effective budget: per dimension the minimum of
+	// request, capsule, deployment and node ceilings. Its wall time is
+	// always set: the effective deadline minus the admission time, so a
+	// caller deadline earlier than the granted wall time shortens it, and
+	// runner accounting starts from it.
+	Budget policy.Budget
+	// Deadline is the effective deadline, bound once at admission to the
+	// monotonic clock and never reset.
+	Deadline    time.Time
+	Obligations Obligations
 }
+
+// Obligations are the typed terms downstream must enforce: the exact
+// classes selected and the revision's execution requirements.
+type Obligations struct {
+	CellClass      policy.CellClass
+	QueueClass     string
+	TrustClass     string
+	Priority       uint32
+	Backend        string
+	Threading      policy.Threading
+	StateModel     string
+	Features       Features
+	CallDepthLimit uint32
+}
+
+// Features is an immutable list of feature names. Reading it allocates
+// nothing; [Features.Names] copies it.
+type Features struct{ names []string }
+
+// NewFeatures returns a list holding a copy of names.
+func NewFeatures(names ...string) Features { return Features{slices.Clone(names)} }
+
+// Len is the number of features.
+func (f Features) Len() int { return len(f.names) }
+
+// At is the i-th feature.
+func (f Features) At(i int) string { return f.names[i] }
+
+// Contains reports whether name is listed.
+func (f Features) Contains(name string) bool { return slices.Contains(f.names, name) }
+
+// Names returns a copy of the list.
+func (f Features) Names() []string { return slices.Clone(f.names) }
 
 // AdmissionPermit is an admitted activation's queued reservation. Only a
 // controller issues live ones; the zero value is inert. Exactly one owner
@@ -81,7 +119,9 @@ type permitState struct {
 	clock   deadline.Clock
 	metrics *metrics
 	ticket  atomicledger.Ticket
-	grant   grant
+	grant   Grant
+	// admittedAt is the clock reading the deadline was bound to.
+	admittedAt time.Time
 
 	// phase changes only under the ledger mutex and is read lock-free.
 	phase atomic.Uint32
@@ -116,18 +156,26 @@ func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, tick
 		clock:   c.clock,
 		metrics: pr.metrics,
 		ticket:  ticket,
-		grant: grant{
-			activationID: req.ActivationID,
-			revision:     r.RevisionIdentity,
-			budget:       effectiveBudget(d),
-			deadline:     d.deadline,
-			admittedAt:   d.admittedAt,
-			cell:         d.reservation.CellClass,
-			queueClass:   pr.queues[d.reservation.QueueClass].Name,
-			trustClass:   pr.trust[d.reservation.TrustClass].Name,
-			priority:     req.Priority,
-			rev:          d.rev,
+		grant: Grant{
+			ActivationID: req.ActivationID,
+			Revision:     r.RevisionIdentity,
+			Budget:       effectiveBudget(d),
+			Deadline:     d.deadline,
+			Obligations: Obligations{
+				CellClass:  d.reservation.CellClass,
+				QueueClass: pr.queues[d.reservation.QueueClass].Name,
+				TrustClass: pr.trust[d.reservation.TrustClass].Name,
+				Priority:   req.Priority,
+				Backend:    d.rev.Backend,
+				Threading:  d.rev.Threading,
+				StateModel: d.rev.StateModel,
+				// The catalog's policy never changes after compilation, and
+				// Features gives no way to change it: sharing is safe.
+				Features:       Features{d.rev.Features},
+				CallDepthLimit: d.rev.CallDepthLimit,
+			},
 		},
+		admittedAt: d.admittedAt,
 	}}
 	b.state.phase.Store(permitQueued)
 	p := &b.permit
@@ -153,7 +201,7 @@ func (p *AdmissionPermit) EnsureSchedulableAt(now time.Time) error {
 	if s == nil || s.phase.Load() != permitQueued {
 		return ErrPermitNotLive
 	}
-	if !now.Before(s.grant.deadline) {
+	if !now.Before(s.grant.Deadline) {
 		return ErrPermitDeadlineExceeded
 	}
 	return nil
@@ -189,8 +237,8 @@ func (s *permitState) startLocked(tx atomicledger.Tx) error {
 	}
 	// Elapsed monotonic time since admission: half the cost of a second
 	// wall-clock read, and immune to wall-clock steps.
-	now := deadline.Resample(s.clock, s.grant.admittedAt)
-	if !now.Before(s.grant.deadline) {
+	now := deadline.Resample(s.clock, s.admittedAt)
+	if !now.Before(s.grant.Deadline) {
 		tx.Release(s.ticket)
 		s.phase.Store(permitReleased)
 		return ErrPermitDeadlineExceeded
@@ -247,90 +295,18 @@ func (e *ExecutionPermit) Live() bool {
 	return s != nil && s.phase.Load() == permitExecuting
 }
 
-// Accessors. They read immutable data and work in every state; the zero
-// value answers zero values.
-
-func (p *AdmissionPermit) g() *grant {
+// Grant is what the permit was admitted for and its terms. It reads
+// immutable data, allocates nothing and works in every state; an inert
+// permit answers the zero Grant.
+func (p *AdmissionPermit) Grant() Grant {
 	s := p.state()
 	if s == nil {
-		return &noGrant
+		return Grant{}
 	}
-	return &s.grant
+	return s.grant
 }
 
-// noGrant is what an inert permit's accessors read.
-var noGrant grant
-
-func (e *ExecutionPermit) g() *grant { return (*AdmissionPermit)(e).g() }
-
-// ActivationID is the admitted activation's ID.
-func (p *AdmissionPermit) ActivationID() string { return p.g().activationID }
-
-// Tenant is the admitted tenant.
-func (p *AdmissionPermit) Tenant() string { return p.g().revision.Tenant }
-
-// Revision is the verified revision identity.
-func (p *AdmissionPermit) Revision() policy.RevisionIdentity { return p.g().revision }
-
-// EffectiveBudget is the grant: per dimension the minimum of request,
-// capsule, deployment and node ceilings. Its wall time is always set: the
-// effective deadline minus the admission time, so a caller deadline
-// earlier than the granted wall time shortens it.
-func (p *AdmissionPermit) EffectiveBudget() policy.Budget { return p.g().budget }
-
-// Deadline is the effective deadline, bound once at admission.
-func (p *AdmissionPermit) Deadline() time.Time { return p.g().deadline }
-
-// Obligations are what downstream must enforce. They copy the feature
-// list; CellClass and QueueClass read without allocating.
-func (p *AdmissionPermit) Obligations() Obligations { return p.g().obligations() }
-
-// CellClass is the selected cell class.
-func (p *AdmissionPermit) CellClass() policy.CellClass { return p.g().cell }
-
-// QueueClass is the selected queue class's name.
-func (p *AdmissionPermit) QueueClass() string { return p.g().queueClass }
-
-// ActivationID is the admitted activation's ID.
-func (e *ExecutionPermit) ActivationID() string { return e.g().activationID }
-
-// Tenant is the admitted tenant.
-func (e *ExecutionPermit) Tenant() string { return e.g().revision.Tenant }
-
-// Revision is the verified revision identity.
-func (e *ExecutionPermit) Revision() policy.RevisionIdentity { return e.g().revision }
-
-// EffectiveBudget is the grant the runner initializes accounting from.
-func (e *ExecutionPermit) EffectiveBudget() policy.Budget { return e.g().budget }
-
-// Deadline is the effective deadline bound at admission; never reset.
-func (e *ExecutionPermit) Deadline() time.Time { return e.g().deadline }
-
-// Obligations are what the runner must enforce.
-func (e *ExecutionPermit) Obligations() Obligations { return e.g().obligations() }
-
-// Obligations are the typed, immutable terms of a permit: the exact
-// classes selected and the revision's execution requirements.
-type Obligations struct {
-	CellClass      policy.CellClass
-	QueueClass     string
-	TrustClass     string
-	Priority       uint32
-	Backend        string
-	Threading      policy.Threading
-	StateModel     string
-	Features       []string
-	CallDepthLimit uint32
-}
-
-func (g *grant) obligations() Obligations {
-	o := Obligations{CellClass: g.cell, QueueClass: g.queueClass, TrustClass: g.trustClass, Priority: g.priority}
-	if g.rev != nil {
-		o.Backend = g.rev.Backend
-		o.Threading = g.rev.Threading
-		o.StateModel = g.rev.StateModel
-		o.Features = slices.Clone(g.rev.Features)
-		o.CallDepthLimit = g.rev.CallDepthLimit
-	}
-	return o
-}
+// Grant is what the execution permit was admitted for and its terms: the
+// runner initializes accounting from its budget and enforces its
+// obligations.
+func (e *ExecutionPermit) Grant() Grant { return (*AdmissionPermit)(e).Grant() }

@@ -26,30 +26,35 @@ func TestPermitCarriesTheGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Release()
-	if p.ActivationID() != "grant" || p.Tenant() != "acme" {
-		t.Fatalf("identity: %q %q", p.ActivationID(), p.Tenant())
+	if p.Grant().ActivationID != "grant" || p.Grant().Revision.Tenant != "acme" {
+		t.Fatalf("identity: %q %q", p.Grant().ActivationID, p.Grant().Revision.Tenant)
 	}
 	want := policy.RevisionIdentity{Tenant: "acme", Service: "thumbs", Route: "resize", Contract: "img.v1", Function: "resize",
 		Revision: "rev-resize", Release: "rel-resize", Generation: 1}
-	if p.Revision() != want {
-		t.Fatalf("revision %+v", p.Revision())
+	if p.Grant().Revision != want {
+		t.Fatalf("revision %+v", p.Grant().Revision)
 	}
-	b := p.EffectiveBudget()
+	b := p.Grant().Budget
 	if b.CPUFuel != grantFuel || b.MemoryBytes != grantMemory || b.WallTime != policy.Some(5*time.Second) {
 		t.Fatalf("budget %+v", b)
 	}
-	if !p.Deadline().Equal(at(5007)) {
-		t.Fatalf("deadline %v", p.Deadline())
+	if !p.Grant().Deadline.Equal(at(5007)) {
+		t.Fatalf("deadline %v", p.Grant().Deadline)
 	}
-	o := p.Obligations()
+	o := p.Grant().Obligations
 	if o.CellClass != policy.Small || o.QueueClass != "batch" || o.TrustClass != "standard" || o.Priority != 3 ||
 		o.Backend != "wasm" || o.Threading != policy.SingleThreaded || o.StateModel != "stateless" ||
-		len(o.Features) != 1 || o.Features[0] != "simd" || o.CallDepthLimit != 4 {
+		o.Features.Len() != 1 || o.Features.At(0) != "simd" || !o.Features.Contains("simd") || o.Features.Contains("threads") ||
+		o.CallDepthLimit != 4 {
 		t.Fatalf("obligations %+v", o)
 	}
-	o.Features[0] = "mutated"
-	if p.Obligations().Features[0] != "simd" {
+	names := o.Features.Names()
+	names[0] = "mutated"
+	if p.Grant().Obligations.Features.At(0) != "simd" {
 		t.Fatal("obligations are mutable through the accessor")
+	}
+	if n := testing.AllocsPerRun(10, func() { _ = p.Grant() }); n != 0 {
+		t.Fatalf("Grant allocates %v objects", n)
 	}
 }
 
@@ -107,7 +112,7 @@ func TestStartExecution(t *testing.T) {
 		if live, _ := f.provider.CellClassSnapshot(policy.Small); live != 1 {
 			t.Fatalf("cell backlog %d", live)
 		}
-		if e.ActivationID() != "s" || e.Obligations().CellClass != policy.Small || !e.Deadline().Equal(p.Deadline()) {
+		if e.Grant().ActivationID != "s" || e.Grant().Obligations.CellClass != policy.Small || !e.Grant().Deadline.Equal(p.Grant().Deadline) {
 			t.Fatal("execution permit does not carry the grant")
 		}
 		if !e.Release() {
@@ -223,11 +228,11 @@ func TestZeroValuePermitsAreInert(t *testing.T) {
 	wantError(t, err, CodeFailedPrecondition, ScopePermit, DimPermit, ReasonPermitNotLive, false)
 	_, err = p.StartExecutionAt(epoch)
 	wantError(t, err, CodeFailedPrecondition, ScopePermit, DimPermit, ReasonPermitNotLive, false)
-	if p.Release() || p.Live() || p.ActivationID() != "" {
+	if p.Release() || p.Live() || p.Grant().ActivationID != "" {
 		t.Fatal("zero admission permit is not inert")
 	}
 	var e ExecutionPermit
-	if e.Release() || e.Live() || e.ActivationID() != "" {
+	if e.Release() || e.Live() || e.Grant().ActivationID != "" {
 		t.Fatal("zero execution permit is not inert")
 	}
 	var nilPermit *AdmissionPermit

@@ -103,7 +103,7 @@ func (w *worker) once() {
 		req.RequestedBudget.WallTime = policy.Some(time.Duration(w.rng.IntN(30)) * time.Millisecond)
 	case duplicate:
 		if len(w.holding) > 0 {
-			req.ActivationID = w.holding[w.rng.IntN(len(w.holding))].admission.ActivationID()
+			req.ActivationID = w.holding[w.rng.IntN(len(w.holding))].admission.Grant().ActivationID
 		}
 	case unknownTarget:
 		// A distinct unknown service every time: nothing may grow with it.

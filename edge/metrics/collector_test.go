@@ -165,7 +165,7 @@ func TestScrapeAfterAKnownSequence(t *testing.T) {
 	}
 	// Two acme permits remain: one executing, one queued, each with the
 	// grant the permit carries.
-	grant := queued.EffectiveBudget()
+	grant := queued.Grant().Budget
 	dims := func(scope, name string, live, queuedN uint64, limits [4]uint64) {
 		values := [4]uint64{live, queuedN, live * grant.CPUFuel, live * grant.MemoryBytes}
 		for i, dim := range []string{"live-activations", "queued-reservations", "cpu-fuel", "memory-bytes"} {
@@ -195,7 +195,7 @@ func TestScrapeAfterAKnownSequence(t *testing.T) {
 	}
 	for _, qc := range p.QueueClasses {
 		var q float64
-		if qc.Name == queued.QueueClass() {
+		if qc.Name == queued.Grant().Obligations.QueueClass {
 			q = 1
 		}
 		want[series("latent_admission_reserved", "scope=queue-class", "name="+qc.Name, "dimension=queued-reservations")] = q
@@ -203,7 +203,7 @@ func TestScrapeAfterAKnownSequence(t *testing.T) {
 	}
 	for _, cc := range p.CellClasses {
 		var live float64
-		if cc.Class == queued.CellClass().String() {
+		if cc.Class == queued.Grant().Obligations.CellClass.String() {
 			live = 2
 		}
 		want[series("latent_admission_reserved", "scope=cell-class", "name="+cc.Class, "dimension=live-activations")] = live

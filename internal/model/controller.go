@@ -169,7 +169,7 @@ func (c *Controller) admit(req *core.AdmissionRequest, now time.Time, resample f
 			obligations: core.Obligations{
 				CellClass: class, QueueClass: r.queueClass, TrustClass: r.trustClass, Priority: req.Priority,
 				Backend: rev.Backend, Threading: rev.Threading, StateModel: rev.StateModel,
-				Features: append([]string(nil), rev.Features...), CallDepthLimit: rev.CallDepthLimit,
+				Features: core.NewFeatures(rev.Features...), CallDepthLimit: rev.CallDepthLimit,
 			},
 		},
 	}

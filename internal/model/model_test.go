@@ -141,15 +141,15 @@ func TestAdmitGrantsAndSelects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := p.EffectiveBudget(); b.CPUFuel != 10 || b.MemoryBytes != 3 || b.WallTime != policy.Some(500*time.Millisecond) {
+	if b := p.Grant().Budget; b.CPUFuel != 10 || b.MemoryBytes != 3 || b.WallTime != policy.Some(500*time.Millisecond) {
 		t.Fatalf("budget %+v", b)
 	}
-	o := p.Obligations()
+	o := p.Grant().Obligations
 	if o.CellClass != policy.Tiny || o.QueueClass != "online" || o.TrustClass != "standard" || o.Priority != 2 {
 		t.Fatalf("obligations %+v", o)
 	}
-	if !p.Deadline().Equal(at(500)) {
-		t.Fatalf("deadline %v", p.Deadline())
+	if !p.Grant().Deadline.Equal(at(500)) {
+		t.Fatalf("deadline %v", p.Grant().Deadline)
 	}
 	if s := f.model.NodeSnapshot(); s.Live != 1 || s.Queued != 1 || s.CPUFuel != 10 || s.MemoryBytes != 3 {
 		t.Fatalf("node %+v", s)
@@ -392,7 +392,7 @@ func TestPermits(t *testing.T) {
 	})
 	t.Run("the zero handle is inert", func(t *testing.T) {
 		var p Permit
-		if p.Release() || p.Live() || p.EnsureSchedulableAt(epoch) == nil || p.ActivationID() != "" {
+		if p.Release() || p.Live() || p.EnsureSchedulableAt(epoch) == nil || p.Grant().ActivationID != "" {
 			t.Fatal("zero permit acts")
 		}
 		if _, err := p.StartExecutionAt(epoch); err == nil {
@@ -462,8 +462,8 @@ func TestAdmitNowNeverMovesTimeBackwards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Deadline().Equal(at(0)) {
-		t.Fatalf("deadline %v, want bound from the first reading", p.Deadline())
+	if !p.Grant().Deadline.Equal(at(0)) {
+		t.Fatalf("deadline %v, want bound from the first reading", p.Grant().Deadline)
 	}
 }
 
@@ -521,7 +521,7 @@ func TestSamplePublishedAfterTheFirstReadingIsNotFutureDated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Deadline().Equal(at(1000)) {
-		t.Fatalf("deadline %v, want bound to the first reading", p.Deadline())
+	if !p.Grant().Deadline.Equal(at(1000)) {
+		t.Fatalf("deadline %v, want bound to the first reading", p.Grant().Deadline)
 	}
 }

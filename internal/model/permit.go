@@ -1,7 +1,6 @@
 package model
 
 import (
-	"slices"
 	"time"
 
 	"latent.dev/admission/core"
@@ -134,25 +133,9 @@ func (p *Permit) g() *grant {
 	return &p.grant
 }
 
-// ActivationID is the admitted activation's ID.
-func (p *Permit) ActivationID() string { return p.g().activationID }
-
-// Tenant is the admitted tenant.
-func (p *Permit) Tenant() string { return p.g().revision.Tenant }
-
-// Revision is the verified revision identity.
-func (p *Permit) Revision() policy.RevisionIdentity { return p.g().revision }
-
-// EffectiveBudget is the grant, its wall time from admission to the
-// effective deadline.
-func (p *Permit) EffectiveBudget() policy.Budget { return p.g().budget }
-
-// Deadline is the effective deadline bound at admission.
-func (p *Permit) Deadline() time.Time { return p.g().deadline }
-
-// Obligations are the selected classes and the revision's requirements.
-func (p *Permit) Obligations() core.Obligations {
-	o := p.g().obligations
-	o.Features = slices.Clone(o.Features)
-	return o
+// Grant is what the permit was admitted for and its terms.
+func (p *Permit) Grant() core.Grant {
+	g := p.g()
+	return core.Grant{ActivationID: g.activationID, Revision: g.revision, Budget: g.budget, Deadline: g.deadline,
+		Obligations: g.obligations}
 }

@@ -208,15 +208,15 @@ func (r *runner) admit(st *Step, now time.Time) Answer {
 	h := &heldPermit{admission: p}
 	r.permits[st.Permit] = h
 	r.issued = append(r.issued, h)
-	b := p.EffectiveBudget()
-	o := p.Obligations()
+	b := p.Grant().Budget
+	o := p.Grant().Obligations
 	return Answer{
 		"ok": true, "cell_class": o.CellClass.String(), "queue_class": o.QueueClass, "trust_class": o.TrustClass,
 		"priority": uint64(o.Priority),
 		"budget": Answer{"cpu_fuel": b.CPUFuel, "memory_bytes": b.MemoryBytes,
 			"wall_time_ms": b.WallTime.Value.Milliseconds()},
-		"deadline_at_ms": p.Deadline().Sub(r.s.Epoch).Milliseconds(),
-		"generation":     p.Revision().Generation,
+		"deadline_at_ms": p.Grant().Deadline.Sub(r.s.Epoch).Milliseconds(),
+		"generation":     p.Grant().Revision.Generation,
 	}
 }
 

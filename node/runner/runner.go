@@ -102,7 +102,7 @@ func (r *Runner) Stats() Stats {
 // guest stops, accounting is finalized, the cell is released or
 // quarantined, and only then may the reservation go.
 func (r *Runner) execute(ctx context.Context, exec *core.ExecutionPermit, lease *cellpool.Lease, input []byte) Report {
-	o := exec.Obligations()
+	o := exec.Grant().Obligations
 	rep := Report{Cell: lease.Cell()}
 	backend := r.backends[o.Backend]
 	if backend == nil || lease.Cell().Class != o.CellClass {
@@ -113,9 +113,9 @@ func (r *Runner) execute(ctx context.Context, exec *core.ExecutionPermit, lease 
 		r.dispose(lease, true, &rep)
 		return rep
 	}
-	budget := exec.EffectiveBudget()
-	meter := newMeter(budget.CPUFuel, budget.MemoryBytes, exec.Deadline())
-	guest := &Guest{ActivationID: exec.ActivationID(), Revision: exec.Revision(), Obligations: o, Cell: lease.Cell(),
+	budget := exec.Grant().Budget
+	meter := newMeter(budget.CPUFuel, budget.MemoryBytes, exec.Grant().Deadline)
+	guest := &Guest{ActivationID: exec.Grant().ActivationID, Revision: exec.Grant().Revision, Obligations: o, Cell: lease.Cell(),
 		Input: input, Meter: meter}
 	start := r.clock.Now()
 	exit, stopped := runGuest(ctx, backend, guest)

@@ -70,7 +70,7 @@ func TestAccountingStartsFromThePermit(t *testing.T) {
 		return synthetic.Behavior{Fuel: 700, Memory: 4000, Output: []byte("out")}
 	})
 	r, _ := runner.New(runner.Config{Backends: map[string]runner.Backend{"wasm": b}})
-	deadline := exec.Deadline()
+	deadline := exec.Grant().Deadline
 	rep, err := run(t, r, exec, lease)
 	if err != nil || rep.Outcome != runner.Succeeded || string(rep.Output) != "out" {
 		t.Fatalf("report %+v, %v", rep, err)

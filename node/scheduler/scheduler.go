@@ -192,7 +192,7 @@ func (s *Scheduler) Submit(ctx context.Context, permit *core.AdmissionPermit, jo
 		s.stats.refused.Inc()
 		return core.ErrPermitNotLive
 	}
-	o := permit.Obligations()
+	o := permit.Grant().Obligations
 	rank, ok := s.queueRank[o.QueueClass]
 	err := error(nil)
 	switch {
@@ -211,8 +211,8 @@ func (s *Scheduler) Submit(ctx context.Context, permit *core.AdmissionPermit, jo
 	// The activation's context ends at the permit's deadline, so one
 	// callback covers both queued cancellation and queued expiry, and the
 	// runner sees the same deadline.
-	runCtx, cancel := context.WithDeadlineCause(ctx, permit.Deadline(), ErrExpired)
-	it := &item{permit: permit, job: job, ctx: runCtx, cancel: cancel, tenant: permit.Tenant(), cell: o.CellClass, queue: rank}
+	runCtx, cancel := context.WithDeadlineCause(ctx, permit.Grant().Deadline, ErrExpired)
+	it := &item{permit: permit, job: job, ctx: runCtx, cancel: cancel, tenant: permit.Grant().Revision.Tenant, cell: o.CellClass, queue: rank}
 
 	s.mu.Lock()
 	switch {
