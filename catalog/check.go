@@ -10,7 +10,7 @@ import (
 
 // ValidateFile decodes and validates a catalog file as a store requires it
 // (capacity included) and, when p is not nil, also checks it against the
-// node policy p (see [CheckNodePolicy]). The error, if any, is a
+// node policy p (see [checkNodePolicy]). The error, if any, is a
 // [strictjson.Problems] listing every problem with its JSON path.
 func ValidateFile(data []byte, p *policy.NodeAdmissionPolicy) (File, error) {
 	tree, parseProblems := strictjson.Parse(data)
@@ -18,10 +18,10 @@ func ValidateFile(data []byte, p *policy.NodeAdmissionPolicy) (File, error) {
 		return File{}, parseProblems
 	}
 	d := strictjson.NewDecoder(parseProblems)
-	f := DecodeCatalogValue(d, tree, true)
+	f := decodeCatalogValue(d, tree, true)
 	problems := d.Problems()
 	if p != nil {
-		for _, np := range CheckNodePolicy(f, p) {
+		for _, np := range checkNodePolicy(f, p) {
 			if !covered(np.Path, problems) {
 				problems = append(problems, np)
 			}
@@ -33,13 +33,13 @@ func ValidateFile(data []byte, p *policy.NodeAdmissionPolicy) (File, error) {
 	return f, nil
 }
 
-// CheckNodePolicy reports what in a catalog file a node running policy p
+// checkNodePolicy reports what in a catalog file a node running policy p
 // could never admit: a trust class p does not configure, a backend or
 // state model the node does not offer, and a caller-chosen name (tenant,
 // service, route, contract, function) that breaks the node's identifier
 // rules. Paths are relative to the catalog file's root. Features and
 // placement are left to admission, which reports them per request.
-func CheckNodePolicy(f File, p *policy.NodeAdmissionPolicy) strictjson.Problems {
+func checkNodePolicy(f File, p *policy.NodeAdmissionPolicy) strictjson.Problems {
 	c := &nodeCheck{p: p}
 	for i := range f.Deployments {
 		dep := &f.Deployments[i]

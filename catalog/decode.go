@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"latent.dev/admission/internal/decoders"
 	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/policy"
 )
@@ -18,18 +19,18 @@ func DecodeCatalogFile(data []byte, requireCapacity bool) (File, error) {
 		return File{}, parseProblems
 	}
 	d := strictjson.NewDecoder(parseProblems)
-	f := DecodeCatalogValue(d, tree, requireCapacity)
+	f := decodeCatalogValue(d, tree, requireCapacity)
 	if err := d.Err(); err != nil {
 		return File{}, err
 	}
 	return f, nil
 }
 
-// DecodeCatalogValue decodes and validates an already-parsed catalog
+// decodeCatalogValue decodes and validates an already-parsed catalog
 // object (a file's root, or a scenario's "catalog"), recording every
 // problem in d under v's path. A rule broken by a value that could not be
 // decoded is not reported twice: the structural problem hides it.
-func DecodeCatalogValue(d *strictjson.Decoder, v *strictjson.Value, requireCapacity bool) File {
+func decodeCatalogValue(d *strictjson.Decoder, v *strictjson.Value, requireCapacity bool) File {
 	local := strictjson.NewDecoder(nil)
 	root := local.Object(v)
 	f := File{Capacity: GenerousCapacity}
@@ -91,10 +92,10 @@ func checkCapacity(d *strictjson.Decoder, path string, f File) {
 	}
 }
 
-// DecodeDeploymentValue decodes and validates one already-parsed
+// decodeDeploymentValue decodes and validates one already-parsed
 // deployment object (a scenario's deploy step), recording every problem in
 // d under v's path.
-func DecodeDeploymentValue(d *strictjson.Decoder, v *strictjson.Value) Deployment {
+func decodeDeploymentValue(d *strictjson.Decoder, v *strictjson.Value) Deployment {
 	local := strictjson.NewDecoder(nil)
 	dep := decodeDeployment(local, v)
 	var semantic strictjson.Problems
@@ -185,4 +186,11 @@ func decodeCeiling(o *strictjson.Object) policy.Ceiling {
 	}
 	o.Done()
 	return c
+}
+
+func init() {
+	decoders.Catalog = func(d *strictjson.Decoder, v *strictjson.Value, requireCapacity bool) any {
+		return decodeCatalogValue(d, v, requireCapacity)
+	}
+	decoders.Deployment = func(d *strictjson.Decoder, v *strictjson.Value) any { return decodeDeploymentValue(d, v) }
 }

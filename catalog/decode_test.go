@@ -174,8 +174,8 @@ func TestDecodeInsideALargerDocumentKeepsItsPaths(t *testing.T) {
 		t.Fatal(problems)
 	}
 	d := strictjson.NewDecoder(problems)
-	f := DecodeCatalogValue(d, tree.Members[0].Value, false)
-	dep := DecodeDeploymentValue(d, tree.Members[1].Value.Items[0].Members[0].Value)
+	f := decodeCatalogValue(d, tree.Members[0].Value, false)
+	dep := decodeDeploymentValue(d, tree.Members[1].Value.Items[0].Members[0].Value)
 	want := "steps[0].deployment.routes[0].revisions[0].policy.x: unknown key"
 	if err := d.Err(); err == nil || err.Error() != want {
 		t.Fatalf("problems %v, want %q", err, want)

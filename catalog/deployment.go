@@ -69,5 +69,5 @@ type Target struct {
 
 // MaxNameBytes bounds caller-chosen names (tenant, service, route, ...)
 // when no node policy is at hand; a node policy's own, usually smaller,
-// maximum_identifier_bytes is checked by [CheckNodePolicy].
+// maximum_identifier_bytes is checked against the node policy when a catalog file is validated for a node.
 const MaxNameBytes = 255

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 
+	"latent.dev/admission/internal/decoders"
 	"latent.dev/admission/internal/strictjson"
 )
 
@@ -21,7 +22,7 @@ func DecodePolicy(data []byte) (*NodeAdmissionPolicy, error) {
 		return nil, parseProblems
 	}
 	d := strictjson.NewDecoder(parseProblems)
-	p := DecodePolicyValue(d, tree)
+	p := decodePolicyValue(d, tree)
 	structural := d.Problems()
 	semantic := strictjson.AsProblems(p.validate(brokenInputsOf(structural)))
 	all := append(strictjson.Problems(nil), structural...)
@@ -57,10 +58,10 @@ func coveredBy(path string, structural strictjson.Problems) bool {
 	return false
 }
 
-// DecodePolicyValue decodes an already-parsed policy object, recording
+// decodePolicyValue decodes an already-parsed policy object, recording
 // structural problems in d. It does not validate; callers that embed a
 // policy in a larger document (scenarios) use it and then call Validate.
-func DecodePolicyValue(d *strictjson.Decoder, v *strictjson.Value) *NodeAdmissionPolicy {
+func decodePolicyValue(d *strictjson.Decoder, v *strictjson.Value) *NodeAdmissionPolicy {
 	p := &NodeAdmissionPolicy{}
 	root := d.Object(v)
 	decodeNode(d, root.Object("node"), &p.Node)
@@ -160,4 +161,8 @@ func decodeLimits(o *strictjson.Object) Limits {
 	}
 	o.Done()
 	return l
+}
+
+func init() {
+	decoders.Policy = func(d *strictjson.Decoder, v *strictjson.Value) any { return decodePolicyValue(d, v) }
 }

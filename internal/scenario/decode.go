@@ -5,6 +5,7 @@ import (
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
+	"latent.dev/admission/internal/decoders"
 	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/policy"
 )
@@ -69,7 +70,7 @@ func Decode(data []byte) (*Scenario, error) {
 	s.Epoch = time.UnixMilli(root.Int64("epoch_unix_ms"))
 	if v, ok := root.Get("policy"); ok {
 		before := len(d.Problems())
-		s.Policy = policy.DecodePolicyValue(d, v)
+		s.Policy = decoders.Policy(d, v).(*policy.NodeAdmissionPolicy)
 		if len(d.Problems()) == before {
 			for _, p := range strictjson.AsProblems(s.Policy.Validate()) {
 				d.Problemf(strictjson.Within("policy", p.Path), "%s", p.Message)
@@ -77,7 +78,7 @@ func Decode(data []byte) (*Scenario, error) {
 		}
 	}
 	if v, ok := root.Get("catalog"); ok {
-		s.Catalog = catalog.DecodeCatalogValue(d, v, false)
+		s.Catalog = decoders.Catalog(d, v, false).(catalog.File)
 	}
 	var last time.Duration
 	for _, sv := range root.Array("steps") {
@@ -137,7 +138,7 @@ func decodeStep(d *strictjson.Decoder, v *strictjson.Value, last time.Duration) 
 		}
 	case "deploy":
 		if dv, ok := o.Get("deployment"); ok {
-			st.Deployment = catalog.DecodeDeploymentValue(d, dv)
+			st.Deployment = decoders.Deployment(d, dv).(catalog.Deployment)
 		}
 	case "delete":
 		st.Tenant = o.String("tenant")
