@@ -96,7 +96,7 @@ func newEnv(b testing.TB, tenantLimit uint64, cpu float64) *env {
 	e.valid = e.request(b, "acme", "alice", catalog.Target{Tenant: "acme", Service: "thumbs", Route: "resize"})
 	e.other = e.request(b, "globex", "bob", catalog.Target{Tenant: "globex", Service: "render", Route: "tiny"})
 
-	ledger := e.ledger.Controller(e.pin, e.load, nil)
+	ledger := e.ledger.Controller(core.ControllerConfig{Source: e.pin, Load: e.load})
 	naive := e.naive.Controller(e.pin, e.load, nil)
 	e.impls = []impl{
 		implOf[*core.AdmissionPermit, *core.ExecutionPermit]("ledger", ledger.AdmitNow),

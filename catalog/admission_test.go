@@ -57,7 +57,7 @@ func TestAdmissionWorksWithTheStoreRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl := provider.Controller(pin, load, stoppedClock{now})
+	ctl := provider.Controller(core.ControllerConfig{Source: pin, Load: load, Clock: stoppedClock{now}})
 	req := &core.AdmissionRequest{
 		ActivationID: "a", Principal: core.Principal{Kind: policy.UserPrincipal, Subject: "alice", Tenant: "acme"},
 		Revision: *rev, RequestedBudget: policy.Budget{CPUFuel: 1000, MemoryBytes: 1 << 20}, PayloadBytes: 10, Priority: 1,

@@ -37,7 +37,7 @@ func Example_embedding() {
 	if _, err := deployments.Deploy(thumbs(4)); err != nil {
 		panic(err)
 	}
-	node := provider.Controller(nil, load, nil)
+	node := provider.Controller(core.ControllerConfig{Load: load})
 
 	// Per request: resolve and admit against the same pin.
 	pin := deployments.Pin()

@@ -62,7 +62,7 @@ func Example() {
 	if err := load.Publish(core.LoadSample{Sequence: 1, ObservedAt: time.Now(), CPUPressure: 0.2, MemoryPressure: 0.3}); err != nil {
 		panic(err)
 	}
-	controller := provider.Controller(source, load, nil)
+	controller := provider.Controller(core.ControllerConfig{Source: source, Load: load})
 
 	permit, err := controller.AdmitNow(&core.AdmissionRequest{
 		ActivationID:    "act-1",

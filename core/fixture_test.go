@@ -122,7 +122,7 @@ func newFixture(t testing.TB, mutate func(*policy.NodeAdmissionPolicy)) *fixture
 	f := &fixture{provider: provider, load: NewNodeLoadState(provider.Policy().Node().Overload.MaximumObservationAge, clock),
 		source: &mapSource{}, clock: clock}
 	f.source.add(resizeRevision(), resizePolicy())
-	f.ctl = provider.Controller(f.source, f.load, f.clock)
+	f.ctl = provider.Controller(ControllerConfig{Source: f.source, Load: f.load, Clock: f.clock})
 	f.publish(t, 1, 0, 0.5, 0.5)
 	return f
 }

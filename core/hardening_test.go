@@ -287,8 +287,8 @@ func TestTypedNilSourcesFailClosed(t *testing.T) {
 	var other *notASample
 	var source *nilPolicySource
 	for name, ctl := range map[string]*AdmissionController{
-		"typed-nil *NodeLoadState": f.provider.Controller(f.source, state, f.clock),
-		"typed-nil other source":   f.provider.Controller(f.source, other, f.clock),
+		"typed-nil *NodeLoadState": f.provider.Controller(ControllerConfig{Source: f.source, Load: state, Clock: f.clock}),
+		"typed-nil other source":   f.provider.Controller(ControllerConfig{Source: f.source, Load: other, Clock: f.clock}),
 	} {
 		_, err := ctl.AdmitAt(request("a"), at(0))
 		wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
@@ -300,7 +300,7 @@ func TestTypedNilSourcesFailClosed(t *testing.T) {
 		t.Fatal("a nil *NodeLoadState has a sample")
 	}
 	for _, ctl := range []*AdmissionController{
-		f.provider.Controller(source, f.load, f.clock),
+		f.provider.Controller(ControllerConfig{Source: source, Load: f.load, Clock: f.clock}),
 		f.ctl.WithPolicySource(source),
 	} {
 		_, err := ctl.AdmitAt(request("a"), at(0))

@@ -297,7 +297,7 @@ func recordHistory(t *testing.T, seed uint64) []porcupine.Operation {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl := provider.Controller(src, load, fixedClock{linEpoch})
+	ctl := provider.Controller(core.ControllerConfig{Source: src, Load: load, Clock: fixedClock{linEpoch}})
 	var (
 		clock   atomic.Int64
 		nextOp  atomic.Int64

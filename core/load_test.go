@@ -74,7 +74,7 @@ func TestEarlySampleBecomesUsable(t *testing.T) {
 
 func TestNoLoadSourceFailsClosed(t *testing.T) {
 	f := newFixture(t, nil)
-	ctl := f.provider.Controller(f.source, nil, nil)
+	ctl := f.provider.Controller(ControllerConfig{Source: f.source})
 	_, err := ctl.AdmitAt(request("x"), at(0))
 	wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
 }
@@ -92,13 +92,13 @@ func (c steppingClock) Since(time.Time) time.Duration { return c.later }
 func TestLivePathDecidesWithTheSecondReading(t *testing.T) {
 	t.Run("a load sample that goes stale under the lock", func(t *testing.T) {
 		f := newFixture(t, nil)
-		ctl := f.provider.Controller(f.source, f.load, steppingClock{first: at(1999), later: 2 * time.Millisecond})
+		ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: f.load, Clock: steppingClock{first: at(1999), later: 2 * time.Millisecond}})
 		_, err := ctl.AdmitNow(request("x"))
 		wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
 	})
 	t.Run("a caller deadline that passes under the lock", func(t *testing.T) {
 		f := newFixture(t, nil)
-		ctl := f.provider.Controller(f.source, f.load, steppingClock{first: at(100), later: time.Millisecond})
+		ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: f.load, Clock: steppingClock{first: at(100), later: time.Millisecond}})
 		req := request("x")
 		req.Deadline = policy.Some(at(101).UnixMilli())
 		_, err := ctl.AdmitNow(req)
@@ -106,7 +106,7 @@ func TestLivePathDecidesWithTheSecondReading(t *testing.T) {
 	})
 	t.Run("the deadline is bound from the first reading", func(t *testing.T) {
 		f := newFixture(t, nil)
-		ctl := f.provider.Controller(f.source, f.load, steppingClock{first: at(100), later: 40 * time.Millisecond})
+		ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: f.load, Clock: steppingClock{first: at(100), later: 40 * time.Millisecond}})
 		p, err := ctl.AdmitNow(request("x"))
 		if err != nil {
 			t.Fatal(err)
@@ -118,7 +118,7 @@ func TestLivePathDecidesWithTheSecondReading(t *testing.T) {
 	})
 	t.Run("feasibility uses the second reading", func(t *testing.T) {
 		f := newFixture(t, nil)
-		ctl := f.provider.Controller(f.source, f.load, steppingClock{first: at(0), later: 2 * time.Millisecond})
+		ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: f.load, Clock: steppingClock{first: at(0), later: 2 * time.Millisecond}})
 		req := request("x")
 		req.RequestedBudget.WallTime = policy.Some(32 * time.Millisecond) // 30 left at the second reading
 		_, err := ctl.AdmitNow(req)
@@ -126,7 +126,7 @@ func TestLivePathDecidesWithTheSecondReading(t *testing.T) {
 	})
 	t.Run("a clock going backwards does not move time back", func(t *testing.T) {
 		f := newFixture(t, nil)
-		ctl := f.provider.Controller(f.source, f.load, steppingClock{first: at(2001), later: -5 * time.Millisecond})
+		ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: f.load, Clock: steppingClock{first: at(2001), later: -5 * time.Millisecond}})
 		_, err := ctl.AdmitNow(request("x"))
 		wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
 	})
@@ -151,7 +151,7 @@ func (c *countingClock) Since(t time.Time) time.Duration {
 func TestClockReads(t *testing.T) {
 	f := newFixture(t, nil)
 	clock := &countingClock{fakeClock: fakeClock{now: epoch}}
-	ctl := f.provider.Controller(f.source, f.load, clock)
+	ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: f.load, Clock: clock})
 	t.Run("requests rejected by their own checks read no clock", func(t *testing.T) {
 		for _, edit := range []func(*AdmissionRequest){
 			func(r *AdmissionRequest) { r.ActivationID = "" },

@@ -86,7 +86,7 @@ func newDiffMachine(t *rapid.T, outcomes map[string]int) *diffMachine {
 	maxAge := p.Node.Overload.MaximumObservationAge
 	m.coreLoad, m.modelLoad = core.NewNodeLoadState(maxAge, m.clock), model.NewLoadState(maxAge, m.clock)
 	m.source = sources[0]
-	m.coreCtl = m.provider.Controller(sources[0], m.coreLoad, m.clock)
+	m.coreCtl = m.provider.Controller(core.ControllerConfig{Source: sources[0], Load: m.coreLoad, Clock: m.clock})
 	m.modelCtl = m.model.Controller(sources[0], m.modelLoad, m.clock)
 	if gen.Chance(t, 7, 8, "initial_sample") {
 		m.sequence, m.observed = 1, diffEpoch

@@ -68,32 +68,43 @@ func NewLocalQuotaProviderCompiled(c *policy.Compiled) *LocalQuotaProvider {
 // Policy returns the compiled policy.
 func (p *LocalQuotaProvider) Policy() *policy.Compiled { return p.policy }
 
-// Controller returns an admission controller over this provider's ledger
-// that resolves revision policy through source, reads load from load and
-// time from clock (nil means the system clock).
-func (p *LocalQuotaProvider) Controller(source RevisionPolicySource, load NodeLoadSource, clock deadline.Clock) *AdmissionController {
-	if clock == nil {
-		clock = deadline.System{}
+// ControllerConfig is what a controller reads besides the provider's
+// ledger. Every field may be left out.
+type ControllerConfig struct {
+	// Source resolves revision policy: the pinned catalog view. Without
+	// one (nil, or a typed nil) every revision is unavailable.
+	Source RevisionPolicySource
+	// Load is the node load source. Without one (nil, or a typed nil)
+	// admission fails closed with load-unavailable.
+	Load NodeLoadSource
+	// Clock is the time source; nil is the system clock.
+	Clock deadline.Clock
+}
+
+// Controller returns an admission controller over this provider's ledger.
+func (p *LocalQuotaProvider) Controller(cfg ControllerConfig) *AdmissionController {
+	c := &AdmissionController{provider: p, source: cfg.Source, load: cfg.Load, clock: cfg.Clock}
+	if c.clock == nil {
+		c.clock = deadline.System{}
 	}
-	if isNilPointer(load) {
-		load = nil // fails closed: no sample
+	if isNilPointer(c.load) {
+		c.load = nil
 	}
-	if isNilPointer(source) {
-		source = nil // fails closed: no revision is available
+	if isNilPointer(c.source) {
+		c.source = nil
 	}
-	return &AdmissionController{provider: p, source: source, load: load, clock: clock}
+	return c
 }
 
 // QuotaSnapshot is one scope's reservations and limits. Reservations are
-// concurrent promised capacity, not a replenishing rate, so
-// ResetAtUnixMillis is always nil.
+// concurrent promised capacity, not a replenishing rate: nothing resets
+// them but releases.
 type QuotaSnapshot struct {
-	Live              uint64
-	Queued            uint64
-	CPUFuel           uint64
-	MemoryBytes       uint64
-	Limits            policy.Limits
-	ResetAtUnixMillis *int64
+	Live        uint64
+	Queued      uint64
+	CPUFuel     uint64
+	MemoryBytes uint64
+	Limits      policy.Limits
 }
 
 func snapshotOf(u atomicledger.Usage, l policy.Limits) QuotaSnapshot {

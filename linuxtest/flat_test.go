@@ -143,7 +143,7 @@ func setUp(t *testing.T) *node {
 	if err := load.Publish(core.LoadSample{Sequence: 1, ObservedAt: time.Now(), CPUPressure: 0.1, MemoryPressure: 0.1}); err != nil {
 		t.Fatal(err)
 	}
-	return &node{provider: provider, ctl: provider.Controller(pin, load, nil), rev: *rev}
+	return &node{provider: provider, ctl: provider.Controller(core.ControllerConfig{Source: pin, Load: load}), rev: *rev}
 }
 
 func (n *node) request(id string) *core.AdmissionRequest {

@@ -58,7 +58,7 @@ func newSoak(cfg config, pol *policy.NodeAdmissionPolicy, file catalog.File, out
 	}
 	s := &soak{cfg: cfg, out: out, provider: provider, load: core.NewNodeLoadState(provider.Policy().Node().Overload.MaximumObservationAge, nil),
 		catalog: cat, file: file}
-	s.base = provider.Controller(nil, s.load, nil)
+	s.base = provider.Controller(core.ControllerConfig{Load: s.load})
 	s.pushPin(cat.Pin())
 	s.templates = templatesFor(pol, cat.Pin())
 	if len(s.templates) == 0 {

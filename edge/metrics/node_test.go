@@ -82,6 +82,6 @@ func newNode(t testing.TB) *node {
 	n := &node{policy: p, provider: provider, clock: &manualClock{}, t0: time.Unix(1_700_000_000, 0)}
 	n.clock.set(n.t0)
 	n.load = core.NewNodeLoadState(p.Node.Overload.MaximumObservationAge, n.clock)
-	n.controller = provider.Controller(source{}, n.load, n.clock)
+	n.controller = provider.Controller(core.ControllerConfig{Source: source{}, Load: n.load, Clock: n.clock})
 	return n
 }

@@ -65,7 +65,7 @@ func (s *Scenario) Run() ([]Result, error) {
 		pins: map[string]*catalog.Pin{}, permits: map[string]*heldPermit{},
 	}
 	r.load = core.NewNodeLoadState(provider.Policy().Node().Overload.MaximumObservationAge, r.clock)
-	r.base = provider.Controller(nil, r.load, r.clock)
+	r.base = provider.Controller(core.ControllerConfig{Load: r.load, Clock: r.clock})
 	r.takePin("initial")
 	defer func() {
 		_ = r.catalog.Close()
@@ -224,6 +224,7 @@ func (r *runner) snapshot(st *Step) Answer {
 	pr := r.provider
 	quota := func(s core.QuotaSnapshot) Answer {
 		return Answer{"ok": true, "live": s.Live, "queued": s.Queued, "cpu_fuel": s.CPUFuel,
+			// Reservations never reset on a timer: the format keeps the key, always null.
 			"memory_bytes": s.MemoryBytes, "reset_at_unix_ms": nil}
 	}
 	unknown := Answer{"ok": false, "error": fmt.Sprintf("no %s named %q", st.Scope, st.Name)}

@@ -93,7 +93,7 @@ func TestFailingReadsFailAdmissionClosedAndRecover(t *testing.T) {
 	t0 := time.Now()
 	clock := newManualClock(t0)
 	state := core.NewNodeLoadState(maxAge, clock)
-	controller := node.Provider.Controller(node.Source, state, clock)
+	controller := node.Provider.Controller(core.ControllerConfig{Source: node.Source, Load: state, Clock: clock})
 	files, dir := copyFixture(t, "psi-cgroup2-psi-larger")
 	logs := &logBuffer{}
 	s, err := loadsampler.New(loadsampler.Config{Files: files, Target: state, MaximumObservationAge: maxAge, Clock: clock,

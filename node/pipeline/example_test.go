@@ -63,7 +63,7 @@ func Example() {
 	source := &oneRevision{rev: rev, policy: policy.RevisionPolicy{TrustClass: "standard", Backend: "wasm",
 		Threading: policy.SingleThreaded, StateModel: "stateless"}}
 	load := core.NewNodeLoadState(provider.Policy().Node().Overload.MaximumObservationAge, nil)
-	controller := provider.Controller(source, load, nil)
+	controller := provider.Controller(core.ControllerConfig{Source: source, Load: load})
 
 	backend := synthetic.New(synthetic.ByInput(map[string]synthetic.Behavior{
 		"resize": {Fuel: 1000, Output: []byte("thumbnail")},

@@ -227,7 +227,7 @@ func TestDeadlineIsCheckedBeforeAllocation(t *testing.T) {
 func TestFailedStartReleasesTheLease(t *testing.T) {
 	r := newRig(t, nil, scheduler.Options{})
 	clock := &nodetest.ShiftClock{}
-	ctl := r.node.Provider.Controller(r.node.Source, r.node.Load, clock)
+	ctl := r.node.Provider.Controller(core.ControllerConfig{Source: r.node.Source, Load: r.node.Load, Clock: clock})
 	release := r.holdAll(t, policy.Tiny)
 	p, err := ctl.AdmitNow(nodetest.Request(nodetest.Ask{}))
 	if err != nil {

@@ -36,6 +36,6 @@ func main() {
 	}
 	cat := catalog.New(catalog.GenerousCapacity)
 	load := core.NewNodeLoadState(time.Second, nil)
-	_ = provider.Controller(cat.Pin(), load, nil)
+	_ = provider.Controller(core.ControllerConfig{Source: cat.Pin(), Load: load})
 	fmt.Println("catalog generation", cat.Generation())
 }

@@ -130,7 +130,7 @@ func New(t testing.TB, mutate func(*policy.NodeAdmissionPolicy)) *Node {
 	}
 	n := &Node{Provider: provider, Load: core.NewNodeLoadState(provider.Policy().Node().Overload.MaximumObservationAge, nil),
 		Source: &Source{policy: RevisionPolicy()}}
-	n.Controller = provider.Controller(n.Source, n.Load, nil)
+	n.Controller = provider.Controller(core.ControllerConfig{Source: n.Source, Load: n.Load})
 	n.Publish(t, core.LoadSample{CPUPressure: 0.1, MemoryPressure: 0.1})
 	return n
 }
