@@ -10,7 +10,7 @@ import (
 )
 
 // DecodeCatalogFile strictly decodes and validates a catalog file
-// (FILES.md). The error, if any, is a [strictjson.Problems] listing every
+// (docs/catalog-format.md). The error, if any, is a [strictjson.Problems] listing every
 // problem with its JSON path. A store's file requires capacity; a
 // scenario's may omit it, and then gets [GenerousCapacity].
 func DecodeCatalogFile(data []byte, requireCapacity bool) (File, error) {

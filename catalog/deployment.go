@@ -48,7 +48,7 @@ type Deployment struct {
 	Routes  []Route
 }
 
-// File is a decoded catalog file (FILES.md).
+// File is a decoded catalog file (docs/catalog-format.md).
 type File struct {
 	Capacity    Capacity
 	Deployments []Deployment

@@ -156,7 +156,7 @@ const (
 	linTrustClassName = "standard"
 )
 
-// admitAnswer is SPEC.md's step 13 for the compact state: the duplicate
+// admitAnswer is the decision table's step 13 for the compact state: the duplicate
 // key, then capacity node, tenant, trust class (live, queued, fuel,
 // memory), then the queue class. It returns "" when the request fits.
 func (s *ledgerState) admitAnswer(p *policy.NodeAdmissionPolicy, in linInput) string {

@@ -5,7 +5,7 @@
 //
 // # Files
 //
-// [DecodePolicy] reads the JSON policy file described in FILES.md. Decoding
+// [DecodePolicy] reads the JSON policy file described in docs/policy-format.md. Decoding
 // is strict: an unknown key, a missing key, a wrong type, a negative or
 // fractional number, a millisecond value that does not fit a
 // time.Duration, and a duplicate key are all errors. There are no defaults.
@@ -14,7 +14,7 @@
 //
 // # Rules
 //
-// [NodeAdmissionPolicy.Validate] enforces FILES.md's rules: unique names;
+// [NodeAdmissionPolicy.Validate] enforces the rules of docs/policy-format.md: unique names;
 // references only to configured tenants, trust classes and cell classes;
 // cell classes from the fixed five with positive memory and parallelism
 // and at least one threading model; every priority 0..node maximum in

@@ -2,7 +2,7 @@ package policy
 
 import "time"
 
-// NodeAdmissionPolicy is the decoded node policy file (FILES.md). It is a
+// NodeAdmissionPolicy is the decoded node policy file (docs/policy-format.md). It is a
 // plain, mutable description; [Compile] turns a valid one into the
 // immutable [Compiled] form that admission reads.
 type NodeAdmissionPolicy struct {

@@ -6,7 +6,7 @@ import (
 	"latent.dev/admission/policy"
 )
 
-// ruleViolationCases are well-formed files that break one rule of FILES.md.
+// ruleViolationCases are well-formed files that break one rule of docs/policy-format.md.
 func ruleViolationCases() []ruleCase {
 	return []ruleCase{
 		// Unique names.

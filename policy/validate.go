@@ -22,7 +22,7 @@ const (
 	MaxCellParallelism = 1 << 16
 )
 
-// Validate checks every rule of FILES.md and returns all violations as a
+// Validate checks every rule of docs/policy-format.md and returns all violations as a
 // [strictjson.Problems], each with its JSON path, or nil.
 func (p *NodeAdmissionPolicy) Validate() error { return p.validate(brokenInputs{}) }
 

@@ -11,7 +11,7 @@ func loadFixture(name string, parts ...string) string {
 	return filepath.Join(append([]string{"..", "..", "node", "loadsampler", "testdata", name}, parts...)...)
 }
 
-// admissionctl load prints EDGE.md's line exactly for a fixture with PSI
+// admissionctl load prints the documented line exactly for a fixture with PSI
 // and a cgroup v2 limit.
 func TestLoadPrintsOneSampleWithItsSources(t *testing.T) {
 	code, stdout, stderr := runCommand(t, "load", "-proc", loadFixture("psi-cgroup2", "proc"),

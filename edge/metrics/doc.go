@@ -36,6 +36,6 @@
 // # Caveats
 //
 // latent_node_activations_total and latent_node_queue_wait_seconds
-// (EDGE.md's node series) belong to latentd, which will register them
+// (the node series in docs/edge.md) belong to latentd, which will register them
 // beside this collector.
 package metrics

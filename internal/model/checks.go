@@ -34,7 +34,7 @@ func checkMetadata(req *core.AdmissionRequest, node *policy.NodePolicy) error {
 	return nil
 }
 
-// validIdentifier is SPEC.md's identifier rule, written out directly: not
+// validIdentifier is the identifier rule (docs/decision-table.md), written out directly: not
 // empty, at most maxBytes bytes, UTF-8, no white space, control or format
 // character in Unicode's sense.
 func validIdentifier(s string, maxBytes uint32) bool {

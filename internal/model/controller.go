@@ -55,7 +55,7 @@ func (c *Controller) AdmitAt(req *core.AdmissionRequest, now time.Time) (*Permit
 	return c.admit(req, now, func() time.Time { return now })
 }
 
-// admit runs SPEC.md's decision table in order; the first failure is the
+// admit runs the decision table (docs/decision-table.md) in order; the first failure is the
 // answer. Steps 1 to 12 read only immutable data; step 13 holds the mutex
 // from its clock reading to the commit.
 func (c *Controller) admit(req *core.AdmissionRequest, now time.Time, resample func() time.Time) (*Permit, error) {

@@ -1,6 +1,7 @@
-// Package model is the reference implementation of admission: SPEC.md's
-// decision order, ledger, permits and node load written as plainly as
-// possible, so that the fast code in core can be held to it by
+// Package model is the reference implementation of admission: the
+// decision order (docs/decision-table.md), ledger, permits and node load
+// written as plainly as possible, so that the fast code in core can be
+// held to it by
 // differential, linearizability and fuzz tests, and so that benchmarks
 // have a naive implementation to compare against.
 //

@@ -3,7 +3,7 @@ package model
 import "fmt"
 
 // Rejection is the model's answer when it refuses something: the same five
-// fields as a core error, spelled out from SPEC.md's decision table. Unlike
+// fields as a core error, spelled out from the decision table. Unlike
 // core, the model builds a fresh value (and its text) for every rejection.
 type Rejection struct {
 	Code      string
@@ -27,7 +27,7 @@ func reject(code, scope, dimension, reason string, retryable bool) *Rejection {
 			code, scope, dimension, reason, retryable)}
 }
 
-// Rows of SPEC.md's decision table that the model builds rejections from.
+// Rows of the decision table that the model builds rejections from.
 
 func invalidIdentifier(scope, dimension string) *Rejection {
 	return reject("invalid-argument", scope, dimension, "identifier-invalid", false)

@@ -180,7 +180,7 @@ func (m *Model) LiveReservations() int {
 	return len(m.live)
 }
 
-// reserveLocked adds r everywhere SPEC.md's ledger table says. The caller
+// reserveLocked adds r everywhere the ledger table (docs/ledger-and-load.md) says. The caller
 // holds mu and has checked that r fits.
 func (m *Model) reserveLocked(key string, r *reservation) {
 	for _, u := range []*usage{&m.node, m.tenantUsage[r.tenant], m.trustUsage[r.trustClass]} {

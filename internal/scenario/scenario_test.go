@@ -13,16 +13,14 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// scenarioFiles lists the project's scenarios, the committed copy of the
-// shared examples, and the shared examples themselves when the checkout
-// sits beside them.
+// scenarioFiles lists the project's scenarios and the committed copy of
+// the examples every implementation must pass.
 func scenarioFiles(t *testing.T) []string {
 	t.Helper()
 	var files []string
 	for _, pattern := range []string{
 		"../../testdata/scenarios/*.json",
 		"../../testdata/shared-scenarios/*.json",
-		"../../../shared/scenarios/*.json",
 	} {
 		m, err := filepath.Glob(pattern)
 		if err != nil {
