@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"latent.dev/admission/policy"
 )
@@ -242,12 +243,14 @@ func TestShortfallAtEachScopeAndDimension(t *testing.T) {
 				{held: []Reservation{{CPUFuel: 4, MemoryBytes: 1}}, try: Reservation{CPUFuel: 6, MemoryBytes: 1}, want: Shortfall{}},
 				{held: []Reservation{{CPUFuel: 4, MemoryBytes: 1}}, try: Reservation{CPUFuel: 7, MemoryBytes: 1}, want: Shortfall{s, CPUFuel, false}},
 				{held: []Reservation{{CPUFuel: 4, MemoryBytes: 1}}, start: true, try: Reservation{CPUFuel: 7, MemoryBytes: 1}, want: Shortfall{s, CPUFuel, false}},
+				{held: []Reservation{{CPUFuel: 4, MemoryBytes: 1}}, try: Reservation{CPUFuel: 10, MemoryBytes: 1}, want: Shortfall{s, CPUFuel, false}},
 			}},
 			shortfallCase{fmt.Sprintf("scope %d memory", s), on(func(l *policy.Limits) { l.MaxReservedMemoryBytes = 10 }), []step{
 				{try: Reservation{CPUFuel: 1, MemoryBytes: 10}, want: Shortfall{}},
 				{try: Reservation{CPUFuel: 1, MemoryBytes: 11}, want: Shortfall{s, MemoryBytes, true}},
 				{held: []Reservation{{CPUFuel: 1, MemoryBytes: 4}}, try: Reservation{CPUFuel: 1, MemoryBytes: 6}, want: Shortfall{}},
 				{held: []Reservation{{CPUFuel: 1, MemoryBytes: 4}}, try: Reservation{CPUFuel: 1, MemoryBytes: 7}, want: Shortfall{s, MemoryBytes, false}},
+				{held: []Reservation{{CPUFuel: 1, MemoryBytes: 4}}, try: Reservation{CPUFuel: 1, MemoryBytes: 10}, want: Shortfall{s, MemoryBytes, false}},
 			}},
 		)
 	}
@@ -379,5 +382,76 @@ func TestFingerprintsAreDistinct(t *testing.T) {
 			}
 			seen[fp] = key
 		}
+	}
+}
+
+// Each scope's counters fill exactly one cache line, and the sequence
+// counter sits alone on a line with a full line of padding either side.
+func TestPaddingIsExact(t *testing.T) {
+	if s := unsafe.Sizeof(counters{}); s != cacheLine {
+		t.Fatalf("counters are %d bytes, want one %d-byte line", s, cacheLine)
+	}
+	if s := unsafe.Sizeof(paddedSequence{}); s != 2*cacheLine {
+		t.Fatalf("the padded sequence is %d bytes, want %d", s, 2*cacheLine)
+	}
+	var p paddedSequence
+	if off := unsafe.Offsetof(p.seq); off != cacheLine {
+		t.Fatalf("sequence counter at offset %d, want %d", off, cacheLine)
+	}
+}
+
+// collidingKeys returns n activation IDs of tenant 0 whose fingerprints
+// share one home slot of tb's index.
+func collidingKeys(tb *liveTable, n int) []string {
+	byHome := map[uint64][]string{}
+	for i := 0; ; i++ {
+		id := fmt.Sprint("k", i)
+		home := uint64(FingerprintOf(0, id)) & tb.mask
+		byHome[home] = append(byHome[home], id)
+		if len(byHome[home]) == n {
+			return byHome[home]
+		}
+	}
+}
+
+// A key stored past its home slot, behind another with the same home, is
+// found by the lock-free probe too: the pre-check defers to the locked
+// path for it, and it is found, started and released.
+func TestCollidingKeysAreFoundPastTheirHomeSlot(t *testing.T) {
+	l := testLedger(t, 4)
+	ids := collidingKeys(&l.table, 3)
+	r := Reservation{Tenant: 0, CPUFuel: 1, MemoryBytes: 1}
+	var tickets []Ticket
+	for _, id := range ids {
+		tickets = append(tickets, reserve(l, FingerprintOf(0, id), id, r))
+	}
+	for i, id := range ids {
+		if _, exact := l.PreCheck(FingerprintOf(0, id), &r); exact {
+			t.Fatalf("key %d of a probe run: the pre-check did not see it", i)
+		}
+		l.Update(func(tx Tx) {
+			if !tx.Contains(FingerprintOf(0, id), 0, id) {
+				t.Fatalf("key %d of a probe run is not found", i)
+			}
+		})
+	}
+	// Releasing the head of the run shifts the others back; all stay
+	// reachable, and the released one is gone.
+	if !release(l, tickets[0]) {
+		t.Fatal("release")
+	}
+	if _, exact := l.PreCheck(FingerprintOf(0, ids[0]), &r); !exact {
+		t.Fatal("a released key still looks live to the pre-check")
+	}
+	for i, id := range ids[1:] {
+		if _, exact := l.PreCheck(FingerprintOf(0, id), &r); exact {
+			t.Fatalf("key %d: lost after the head of its run was released", i+1)
+		}
+		if !start(l, tickets[i+1]) || !release(l, tickets[i+1]) {
+			t.Fatalf("key %d: start or release", i+1)
+		}
+	}
+	if n := l.LiveEntries(); n != 0 {
+		t.Fatalf("%d live entries left", n)
 	}
 }
