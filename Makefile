@@ -6,6 +6,7 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCHSTAT   ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 FUZZTIME    ?= 5s
 BENCHCOUNT  ?= 6
+GREMLINS    ?= $(GO) run github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 
 # Fuzz targets as package:Target; each runs for FUZZTIME in CI.
 FUZZ_TARGETS = ./policy:FuzzDecodePolicy ./policy:FuzzValidIdentifier \
@@ -20,7 +21,7 @@ FUZZ_TARGETS = ./policy:FuzzDecodePolicy ./policy:FuzzValidIdentifier \
 EDGE_MODULES = edge
 TIDY_MODULES = . edge testdata/consumer
 
-.PHONY: test race bench bench-edge profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check ci
+.PHONY: test race bench bench-edge profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check mutants ci
 
 test:
 	$(GO) test ./...
@@ -87,5 +88,19 @@ stress:
 
 stress-100k:
 	$(GO) test -run 'TestRejectedTargetsKeepResourcesFlat100k$$' -count=1 -v ./linuxtest -args -stress-100k
+
+# Mutation testing of the decision logic, one package at a time (slow:
+# minutes per package; not part of ci). Prints each package's score and
+# the surviving mutants not in testdata/mutants-equivalent.txt; fails
+# below MUTANTS_MIN percent or when that list names a mutant that no
+# longer survives. Gremlins mutates copies in the temporary folder, never
+# the working tree.
+MUTANT_PACKAGES ?= core/deadline core/atomicledger policy core
+GREMLINS_FLAGS  ?= --workers 1 --timeout-coefficient 10
+MUTANTS_MIN     ?= 95
+
+mutants:
+	$(GO) run ./internal/mutants -gremlins '$(GREMLINS)' -flags '$(GREMLINS_FLAGS)' \
+		-equivalent testdata/mutants-equivalent.txt -min $(MUTANTS_MIN) $(MUTANT_PACKAGES)
 
 ci: lint race fuzz-ci scenarios
