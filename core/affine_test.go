@@ -25,6 +25,24 @@ func TestAffineOwnership(t *testing.T) {
 			t.Fatalf("failed for another reason:\n%s", out)
 		}
 	})
+	t.Run("the ledger mutex is out of an importer's reach", func(t *testing.T) {
+		out, err := exec.Command(goTool, "build", "-o", "/dev/null", "./testdata/affine/mutex").CombinedOutput()
+		if err == nil {
+			t.Fatal("code outside the ledger reached its mutex")
+		}
+		text := string(out)
+		for _, want := range []string{
+			"p.ledger undefined",
+			"l.Lock undefined",
+			"l.mu undefined",
+			"l.ReserveLocked undefined",
+			"atomicledger.New(c).Unlock undefined",
+		} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the build did not fail with %q:\n%s", want, text)
+			}
+		}
+	})
 	t.Run("copying a permit fails go vet", func(t *testing.T) {
 		if out, err := exec.Command(goTool, "build", "-o", "/dev/null", "./testdata/affine/copy").CombinedOutput(); err != nil {
 			t.Fatalf("the copy snippet must compile, so only vet rejects it:\n%s", out)

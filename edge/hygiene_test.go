@@ -102,3 +102,29 @@ func TestTheEdgeModuleBuildsWithThePrometheusClient(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The consumer builds against the library's public API alone and runs.
+func TestConsumerBuildsAgainstThePublicAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command: %v", err)
+	}
+	dir := consumerCopy(t)
+	policyFile, err := filepath.Abs(filepath.Join("..", "testdata", "policy", "node.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(gobin, "run", "-mod=mod", ".", policyFile)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the consumer does not build or run: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "catalog generation 0") {
+		t.Fatalf("consumer printed %q", out)
+	}
+}
