@@ -8,6 +8,8 @@ import (
 
 	"latent.dev/admission/core"
 	"latent.dev/admission/core/deadline"
+	"latent.dev/admission/node/runner"
+	"latent.dev/admission/node/scheduler"
 )
 
 // The label values of the scope and dimension labels of the reserved and
@@ -39,6 +41,12 @@ type Config struct {
 	// Clock measures the sample's age; nil is the system clock. Use the
 	// clock the sampler stamps samples with.
 	Clock deadline.Clock
+	// Runner is the node's runner, whose outcome counters become
+	// latent_node_activations_total; nil leaves the series out.
+	Runner *runner.Runner
+	// Scheduler is the node's scheduler, whose queue-wait histograms
+	// become latent_node_queue_wait_seconds; nil leaves the series out.
+	Scheduler *scheduler.Scheduler
 }
 
 // Collector is a prometheus.Collector over a node's admission state. It
@@ -48,10 +56,18 @@ type Collector struct {
 	provider *core.LocalQuotaProvider
 	load     *core.NodeLoadState
 	clock    deadline.Clock
+	runner   *runner.Runner
+	sched    *scheduler.Scheduler
 
 	admitted, rejected, leaked  *prometheus.Desc
 	reserved, limit             *prometheus.Desc
 	pressure, age, publishError *prometheus.Desc
+	activations, queueWait      *prometheus.Desc
+
+	// outcomes are the runner's terminal outcomes, each with the index in
+	// outcomeLabels of the series it counts toward when its cell was
+	// released.
+	outcomes []outcomeSeries
 
 	// rejections maps each of core.AllErrors to its series; errors that
 	// share all five label values share a series, so no two series ever
@@ -66,7 +82,7 @@ func New(cfg Config) (*Collector, error) {
 	if cfg.Provider == nil {
 		return nil, ErrNoProvider
 	}
-	c := &Collector{provider: cfg.Provider, load: cfg.Load, clock: cfg.Clock}
+	c := &Collector{provider: cfg.Provider, load: cfg.Load, clock: cfg.Clock, runner: cfg.Runner, sched: cfg.Scheduler}
 	if c.clock == nil {
 		c.clock = deadline.System{}
 	}
@@ -82,6 +98,13 @@ func New(cfg Config) (*Collector, error) {
 		[]string{"resource"}, nil)
 	c.age = prometheus.NewDesc("latent_admission_load_sample_age_seconds", "Age of the current load sample.", nil, nil)
 	c.publishError = prometheus.NewDesc("latent_admission_load_publish_rejected_total", "Load sample publishes refused.", nil, nil)
+	c.activations = prometheus.NewDesc("latent_node_activations_total", "Activations executed, by terminal outcome.",
+		[]string{"outcome"}, nil)
+	c.queueWait = prometheus.NewDesc("latent_node_queue_wait_seconds",
+		"Time activations waited in their queue class before dispatch onto a cell.", []string{"queue_class"}, nil)
+	for _, o := range runner.Outcomes() {
+		c.outcomes = append(c.outcomes, outcomeSeries{outcome: o, series: outcomeLabel(o)})
+	}
 
 	seen := map[[5]string]int{}
 	for _, e := range core.AllErrors() {
@@ -107,6 +130,12 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- c.age
 		ch <- c.publishError
 	}
+	if c.runner != nil {
+		ch <- c.activations
+	}
+	if c.sched != nil {
+		ch <- c.queueWait
+	}
 }
 
 // Collect reads the counters, one consistent usage snapshot and the
@@ -125,14 +154,19 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, counts[i], labels...)
 	}
 	c.collectUsage(ch, c.provider.Usage())
-	if c.load == nil {
-		return
+	if c.load != nil {
+		ch <- prometheus.MustNewConstMetric(c.publishError, prometheus.CounterValue, float64(c.load.RejectedPublishes()))
+		if s, ok := c.load.CurrentLoad(); ok {
+			ch <- prometheus.MustNewConstMetric(c.pressure, prometheus.GaugeValue, s.CPUPressure, "cpu")
+			ch <- prometheus.MustNewConstMetric(c.pressure, prometheus.GaugeValue, s.MemoryPressure, "memory")
+			ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, c.clock.Now().Sub(s.ObservedAt).Seconds())
+		}
 	}
-	ch <- prometheus.MustNewConstMetric(c.publishError, prometheus.CounterValue, float64(c.load.RejectedPublishes()))
-	if s, ok := c.load.CurrentLoad(); ok {
-		ch <- prometheus.MustNewConstMetric(c.pressure, prometheus.GaugeValue, s.CPUPressure, "cpu")
-		ch <- prometheus.MustNewConstMetric(c.pressure, prometheus.GaugeValue, s.MemoryPressure, "memory")
-		ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, c.clock.Now().Sub(s.ObservedAt).Seconds())
+	if c.runner != nil {
+		c.collectActivations(ch)
+	}
+	if c.sched != nil {
+		c.collectQueueWaits(ch)
 	}
 }
 

@@ -48,6 +48,18 @@ func scrape(t *testing.T, reg *prometheus.Registry) (map[string]float64, map[str
 			}
 			var v float64
 			switch f.GetType() {
+			case dto.MetricType_HISTOGRAM:
+				// As the exposition writes it: cumulative buckets by le,
+				// the sum and the count.
+				h := m.GetHistogram()
+				for _, b := range h.GetBucket() {
+					le := strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)
+					values[series(name+"_bucket", append(labels, "le="+le)...)] = float64(b.GetCumulativeCount())
+				}
+				values[series(name+"_bucket", append(labels, "le=+Inf")...)] = float64(h.GetSampleCount())
+				values[series(name+"_sum", labels...)] = h.GetSampleSum()
+				values[series(name+"_count", labels...)] = float64(h.GetSampleCount())
+				continue
 			case dto.MetricType_COUNTER:
 				v = m.GetCounter().GetValue()
 			case dto.MetricType_GAUGE:

@@ -45,6 +45,16 @@ const (
 	numOutcomes
 )
 
+// Outcomes lists the terminal outcomes an executed activation can end
+// with, in order (NotRun, which no executed activation has, is left out).
+func Outcomes() []Outcome {
+	out := make([]Outcome, 0, numOutcomes-1)
+	for o := Succeeded; o < numOutcomes; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
 var outcomeNames = [numOutcomes]string{"not-run", "succeeded", "declared-error", "trapped", "deadline-exceeded",
 	"fuel-exhausted", "memory-exhausted", "canceled", "platform-failure"}
 

@@ -54,9 +54,11 @@ type Config struct {
 type Runner struct {
 	backends map[string]Backend
 	clock    deadline.Clock
-	outcomes [numOutcomes]*xsync.Counter
-	released *xsync.Counter
-	isolated *xsync.Counter
+	// released and isolated count finished activations by outcome, one
+	// array per disposition of the cell: each activation is counted once,
+	// in exactly one cell of the two, so every count only grows.
+	released [numOutcomes]*xsync.Counter
+	isolated [numOutcomes]*xsync.Counter
 }
 
 // New builds a runner.
@@ -64,12 +66,13 @@ func New(cfg Config) (*Runner, error) {
 	if len(cfg.Backends) == 0 {
 		return nil, ErrNoBackend
 	}
-	r := &Runner{backends: maps.Clone(cfg.Backends), clock: cfg.Clock, released: xsync.NewCounter(), isolated: xsync.NewCounter()}
+	r := &Runner{backends: maps.Clone(cfg.Backends), clock: cfg.Clock}
 	if r.clock == nil {
 		r.clock = deadline.System{}
 	}
-	for i := range r.outcomes {
-		r.outcomes[i] = xsync.NewCounter()
+	for i := range numOutcomes {
+		r.released[i] = xsync.NewCounter()
+		r.isolated[i] = xsync.NewCounter()
 	}
 	return r, nil
 }
@@ -88,13 +91,35 @@ type Stats struct {
 
 // Stats copies the counters.
 func (r *Runner) Stats() Stats {
-	s := Stats{Outcomes: map[Outcome]int64{}, Released: r.released.Value(), Quarantined: r.isolated.Value()}
-	for i, c := range r.outcomes {
-		if v := c.Value(); v != 0 {
-			s.Outcomes[Outcome(i)] = v
+	s := Stats{Outcomes: map[Outcome]int64{}}
+	for i := range numOutcomes {
+		released, isolated := r.released[i].Value(), r.isolated[i].Value()
+		s.Released += released
+		s.Quarantined += isolated
+		if v := released + isolated; v != 0 {
+			s.Outcomes[i] = v
 		}
 	}
 	return s
+}
+
+// Count is the number of activations since New that ended with outcome o
+// and left their cell in disposition d: Released (the backend reset it)
+// or Quarantined (it could not vouch for it). Every executed activation
+// is counted under exactly one pair, and each count only grows, so a
+// scraper may read the pairs one by one without a lock. It allocates
+// nothing; any other pair is zero.
+func (r *Runner) Count(o Outcome, d Disposition) int64 {
+	if o >= numOutcomes {
+		return 0
+	}
+	switch d {
+	case Released:
+		return r.released[o].Value()
+	case Quarantined:
+		return r.isolated[o].Value()
+	}
+	return 0
 }
 
 // execute runs one activation to its terminal outcome and disposes of the
@@ -138,13 +163,12 @@ func (r *Runner) dispose(lease *cellpool.Lease, clean bool, rep *Report) {
 	if clean {
 		lease.Release()
 		rep.Disposition = Released
-		r.released.Inc()
+		r.released[rep.Outcome].Inc()
 	} else {
 		lease.Quarantine()
 		rep.Disposition = Quarantined
-		r.isolated.Inc()
+		r.isolated[rep.Outcome].Inc()
 	}
-	r.outcomes[rep.Outcome].Inc()
 }
 
 // runGuest calls the backend, turning a panic into a platform failure:

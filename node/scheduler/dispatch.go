@@ -69,7 +69,8 @@ func (s *Scheduler) nextLocked(dropped *[]droppedItem) (*item, *cellpool.Lease) 
 			rank := s.pickRankLocked(class)
 			q := &s.queues[class][rank]
 			it := q.front()
-			if err := schedulable(it, s.now()); err != nil {
+			now := s.now()
+			if err := schedulable(it, now); err != nil {
 				s.takeLocked(it)
 				*dropped = append(*dropped, droppedItem{it, err})
 				continue
@@ -81,6 +82,7 @@ func (s *Scheduler) nextLocked(dropped *[]droppedItem) (*item, *cellpool.Lease) 
 				break
 			}
 			q.serve(it)
+			s.waits[rank].observe(now.Sub(it.queuedAt))
 			s.dequeuedLocked(it, q)
 			s.servedLocked(class, rank)
 			s.executing++

@@ -72,6 +72,13 @@
 // are read on the scheduler's clock under mu, so a flow's head is its
 // oldest item and the scan visits one item per backlogged tenant.
 //
+// [Scheduler.QueueWaits] is the record of waits that ended: when the
+// dispatcher takes an activation off its queue onto a cell, its wait
+// since Submit (same clock) goes into its queue class's histogram, a
+// fixed array of atomic counts over [QueueWaitBounds], one per configured
+// queue class. Recording allocates nothing; dropped activations are not
+// recorded.
+//
 // # Caveats
 //
 // Fairness counts activations, not their cost: a tenant whose activations

@@ -88,8 +88,10 @@ type Scheduler struct {
 
 	pool       *cellpool.FixedCellPool
 	clock      deadline.Clock
-	queueRank  map[string]int // queue class name -> rank, 0 the highest priority
-	bounds     []int          // by rank
+	queueRank  map[string]int  // queue class name -> rank, 0 the highest priority
+	queueNames []string        // by rank
+	waits      []waitHistogram // by rank; recorded with atomics, never reallocated
+	bounds     []int           // by rank
 	weights    map[string]uint32
 	starvation int
 	pooled     [policy.NumCellClasses]bool
@@ -132,6 +134,8 @@ func New(c *policy.Compiled, pool *cellpool.FixedCellPool, opts Options) (*Sched
 		pool:       pool,
 		clock:      opts.Clock,
 		queueRank:  make(map[string]int, len(classes)),
+		queueNames: make([]string, len(classes)),
+		waits:      make([]waitHistogram, len(classes)),
 		bounds:     make([]int, len(classes)),
 		weights:    make(map[string]uint32, len(opts.Weights)),
 		starvation: opts.StarvationBound,
@@ -153,6 +157,7 @@ func New(c *policy.Compiled, pool *cellpool.FixedCellPool, opts Options) (*Sched
 	}
 	for rank, q := range classes {
 		s.queueRank[q.Name] = rank
+		s.queueNames[rank] = q.Name
 		s.bounds[rank] = int(min(q.MaxQueued, uint64(maxInt)))
 		if b, ok := opts.QueueBounds[q.Name]; ok {
 			if b < 0 {

@@ -1,0 +1,316 @@
+package metrics_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"latent.dev/admission/core"
+	"latent.dev/admission/core/deadline"
+	"latent.dev/admission/edge/metrics"
+	"latent.dev/admission/node/cellpool"
+	"latent.dev/admission/node/pipeline"
+	"latent.dev/admission/node/runner"
+	"latent.dev/admission/node/runner/synthetic"
+	"latent.dev/admission/policy"
+)
+
+// pipelineNode is the example policy's admission with a pipeline over a
+// synthetic backend, all on clock, and a collector over all of it.
+type pipelineNode struct {
+	provider   *core.LocalQuotaProvider
+	controller *core.AdmissionController
+	pipe       *pipeline.Pipeline
+	backend    *synthetic.Backend
+	reg        *prometheus.Registry
+}
+
+// newPipelineNode builds the node on clock (nil: the system clock); the
+// context deadlines the scheduler derives from grants run on real time,
+// so clock must stay near it. Load samples are accepted for a minute.
+func newPipelineNode(t *testing.T, clock deadline.Clock, plan synthetic.Plan) *pipelineNode {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "policy", "node.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.DecodePolicy(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Node.Overload.MaximumObservationAge = time.Minute
+	provider, err := core.NewLocalQuotaProvider(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now
+	if clock != nil {
+		now = clock.Now
+	}
+	load := core.NewNodeLoadState(time.Minute, clock)
+	if err := load.Publish(core.LoadSample{Sequence: 1, ObservedAt: now(), CPUPressure: 0.1, MemoryPressure: 0.1}); err != nil {
+		t.Fatal(err)
+	}
+	n := &pipelineNode{provider: provider, backend: synthetic.New(plan)}
+	n.controller = provider.Controller(core.ControllerConfig{Source: source{}, Load: load, Clock: clock})
+	n.pipe, err = pipeline.New(provider, pipeline.Config{Backends: map[string]runner.Backend{"wasm": n.backend}, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.pipe.Close)
+	c, err := metrics.New(metrics.Config{Provider: provider, Load: load, Clock: clock, Runner: n.pipe.Runner(), Scheduler: n.pipe.Scheduler()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.reg = prometheus.NewPedanticRegistry()
+	n.reg.MustRegister(c)
+	return n
+}
+
+// nodeSeries is the scraped values of the latent_node_ series only.
+func nodeSeries(t *testing.T, reg *prometheus.Registry) (map[string]float64, map[string]dto.MetricType) {
+	t.Helper()
+	values, types := scrape(t, reg)
+	for k := range values {
+		if !strings.HasPrefix(k, "latent_node_") {
+			delete(values, k)
+		}
+	}
+	for k := range types {
+		if !strings.HasPrefix(k, "latent_node_") {
+			delete(types, k)
+		}
+	}
+	return values, types
+}
+
+// A known sequence of runner outcomes, each acted out by the synthetic
+// backend through the whole pipeline, scraped and parsed: every outcome
+// series has exactly the count the mapping implies, zeros included, and
+// a quarantined cell counts as uncertain-cleanup whatever the guest did.
+func TestActivationOutcomesAfterAKnownSequence(t *testing.T) {
+	hold := make(chan struct{}) // never closed: the canceled guest waits on it
+	started := make(chan struct{}, 1)
+	n := newPipelineNode(t, nil, synthetic.ByInput(map[string]synthetic.Behavior{
+		"ok":        {Output: []byte("out")},
+		"declared":  {Exit: runner.ExitDeclaredError},
+		"trap":      {Exit: runner.ExitTrapped},
+		"memory":    {Memory: 2 << 20}, // the grant is 1 MiB
+		"fuel":      {Fuel: 2_000_000}, // the grant is 1e6
+		"deadline":  {Block: true},
+		"canceled":  {Hold: hold, Started: func() { started <- struct{}{} }},
+		"platform":  {Exit: runner.ExitPlatformFailure},
+		"uncertain": {UncertainCleanup: true},
+		"panic":     {Panic: true},
+	}))
+
+	invoke := func(input string, wantOutcome runner.Outcome, wantDisposition runner.Disposition) {
+		t.Helper()
+		req := request("acme")
+		if input == "deadline" {
+			req.RequestedBudget.WallTime = policy.Some(300 * time.Millisecond)
+		}
+		rep, _ := n.pipe.Invoke(context.Background(), n.controller, req, []byte(input))
+		if rep.Outcome != wantOutcome || rep.Disposition != wantDisposition {
+			t.Fatalf("%s: %v/%v, want %v/%v", input, rep.Outcome, rep.Disposition, wantOutcome, wantDisposition)
+		}
+	}
+	for range 3 {
+		invoke("ok", runner.Succeeded, runner.Released)
+	}
+	invoke("declared", runner.DeclaredError, runner.Released)
+	for range 2 {
+		invoke("trap", runner.Trapped, runner.Released)
+	}
+	invoke("memory", runner.MemoryExhausted, runner.Released)
+	invoke("fuel", runner.FuelExhausted, runner.Released)
+	invoke("deadline", runner.DeadlineExceeded, runner.Released)
+	invoke("platform", runner.PlatformFailure, runner.Released)
+	invoke("uncertain", runner.Succeeded, runner.Quarantined)
+	invoke("panic", runner.PlatformFailure, runner.Quarantined)
+
+	// Cancelled by its caller while running.
+	ctx, cancel := context.WithCancel(context.Background())
+	permit, err := n.controller.AdmitNow(request("acme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := n.pipe.Submit(ctx, permit, []byte("canceled"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	cancel()
+	rep, _ := a.Wait(context.Background())
+	if rep.Outcome != runner.Canceled || rep.Disposition != runner.Released {
+		t.Fatalf("canceled: %v/%v", rep.Outcome, rep.Disposition)
+	}
+
+	got, types := nodeSeries(t, n.reg)
+	wantSeries := map[string]float64{
+		"success": 3, "declared-error": 1, "trap": 3, "deadline": 2, "fuel": 1, "platform-failure": 1, "uncertain-cleanup": 2,
+	}
+	var total float64
+	for label, v := range wantSeries {
+		total += v
+		k := series("latent_node_activations_total", "outcome="+label)
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+		delete(got, k)
+	}
+	for k, v := range got {
+		if strings.HasPrefix(k, "latent_node_activations_total") {
+			t.Errorf("unexpected series %s = %v", k, v)
+		}
+	}
+	if types["latent_node_activations_total"] != dto.MetricType_COUNTER || types["latent_node_queue_wait_seconds"] != dto.MetricType_HISTOGRAM {
+		t.Errorf("families %v", types)
+	}
+	// No double counting: the series add up to the runner's activations
+	// and to the guests the backend ran, one per activation.
+	var executed int64
+	for _, v := range n.pipe.Runner().Stats().Outcomes {
+		executed += v
+	}
+	if total != float64(executed) || total != 13 || n.backend.Runs() != 13 {
+		t.Errorf("series total %v, runner %d, backend runs %d, want 13", total, executed, n.backend.Runs())
+	}
+	if v := n.backend.Violations(); v != 0 {
+		t.Errorf("%d cell violations", v)
+	}
+	// A second scrape of an idle node reads the same.
+	again, _ := nodeSeries(t, n.reg)
+	for label, v := range wantSeries {
+		if k := series("latent_node_activations_total", "outcome="+label); again[k] != v {
+			t.Errorf("second scrape %s = %v, want %v", k, again[k], v)
+		}
+	}
+}
+
+// Known waits on an injected clock: activations queue behind held cells,
+// dispatch when the clock says 100ms, and the histogram per queue class
+// has exactly the bucket counts, sum and count those waits imply, as the
+// text exposition carries them.
+func TestQueueWaitHistogramAfterKnownWaits(t *testing.T) {
+	clock := &manualClock{}
+	t0 := time.Now()
+	clock.set(t0)
+	n := newPipelineNode(t, clock, nil)
+
+	var leases []*cellpool.Lease
+	for {
+		l, err := n.pipe.Pool().Acquire(policy.Tiny)
+		if err != nil {
+			break
+		}
+		leases = append(leases, l)
+	}
+	var acts []*runner.Activation
+	submit := func(at time.Duration, priority uint32) {
+		t.Helper()
+		clock.set(t0.Add(at))
+		req := request("acme")
+		req.Priority = priority
+		permit, err := n.controller.AdmitNow(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := n.pipe.Submit(context.Background(), permit, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acts = append(acts, a)
+	}
+	submit(0, 0)                     // batch: waits 2.5s
+	submit(2400*time.Millisecond, 0) // batch: 100ms
+	submit(2497*time.Millisecond, 0) // batch: 3ms
+	submit(2000*time.Millisecond, 5) // interactive: 500ms
+	clock.set(t0.Add(2500 * time.Millisecond))
+	for _, l := range leases {
+		l.Release()
+	}
+	for _, a := range acts {
+		if rep, err := a.Wait(context.Background()); err != nil || rep.Outcome != runner.Succeeded {
+			t.Fatalf("activation: %v %v", rep.Outcome, err)
+		}
+	}
+
+	got, _ := nodeSeries(t, n.reg)
+	want := map[string]float64{}
+	for k, v := range got {
+		if strings.HasPrefix(k, "latent_node_activations_total") {
+			want[k] = v
+		}
+	}
+	hist := func(class string, waits ...time.Duration) {
+		var sum time.Duration
+		for _, w := range waits {
+			sum += w
+		}
+		for _, b := range []time.Duration{time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond,
+			25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond,
+			time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second, 30 * time.Second} {
+			var below float64
+			for _, w := range waits {
+				if w <= b {
+					below++
+				}
+			}
+			want[series("latent_node_queue_wait_seconds_bucket", "queue_class="+class, "le="+strconv.FormatFloat(b.Seconds(), 'g', -1, 64))] = below
+		}
+		want[series("latent_node_queue_wait_seconds_bucket", "queue_class="+class, "le=+Inf")] = float64(len(waits))
+		want[series("latent_node_queue_wait_seconds_sum", "queue_class="+class)] = sum.Seconds()
+		want[series("latent_node_queue_wait_seconds_count", "queue_class="+class)] = float64(len(waits))
+	}
+	hist("batch", 2500*time.Millisecond, 100*time.Millisecond, 3*time.Millisecond)
+	hist("interactive", 500*time.Millisecond)
+	for k, v := range want {
+		if g, ok := got[k]; !ok {
+			t.Errorf("missing %s (want %v)", k, v)
+		} else if g != v {
+			t.Errorf("%s = %v, want %v", k, g, v)
+		}
+	}
+	for k, v := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("unexpected series %s = %v", k, v)
+		}
+	}
+	if v := want[series("latent_node_activations_total", "outcome=success")]; v != 4 {
+		t.Errorf("success = %v, want 4", v)
+	}
+}
+
+// Without a runner or a scheduler their series are absent.
+func TestWithoutRunnerOrSchedulerTheNodeSeriesAreAbsent(t *testing.T) {
+	n := newNode(t)
+	for _, cfg := range []metrics.Config{{Provider: n.provider}, {Provider: n.provider, Runner: func() *runner.Runner {
+		r, err := runner.New(runner.Config{Backends: map[string]runner.Backend{"wasm": synthetic.New(nil)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}()}} {
+		c, err := metrics.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(c)
+		_, types := scrape(t, reg)
+		if _, ok := types["latent_node_queue_wait_seconds"]; ok {
+			t.Error("queue wait histogram without a scheduler")
+		}
+		if _, ok := types["latent_node_activations_total"]; ok != (cfg.Runner != nil) {
+			t.Errorf("activations present %v with runner %v", ok, cfg.Runner != nil)
+		}
+	}
+}
