@@ -21,7 +21,7 @@ FUZZ_TARGETS = ./policy:FuzzDecodePolicy ./policy:FuzzValidIdentifier \
 EDGE_MODULES = edge
 TIDY_MODULES = . edge testdata/consumer
 
-.PHONY: test race bench bench-edge profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check mutants ci
+.PHONY: test race bench bench-edge scaling profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check mutants ci
 
 test:
 	$(GO) test ./...
@@ -62,6 +62,11 @@ fuzz:
 scenarios:
 	$(GO) run ./cmd/admissionctl replay --check -q testdata/shared-scenarios/*.json \
 		$$(ls testdata/scenarios/*.json 2>/dev/null) $$(ls ../shared/scenarios/*.json 2>/dev/null)
+
+# Valid admissions/s and rejections/s at -cpu 1,2,4,8,16, capped at the
+# machine's cores (it says so): the multi-core curve on a larger machine.
+scaling:
+	$(GO) run ./bench/scaling
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT) ./bench | tee bench.txt

@@ -117,18 +117,19 @@ func reasonIs(err error, want core.Reason) bool {
 
 // BenchmarkParallel admits from every P at once. workload=valid is all
 // valid cycles; workload=flood is 90% rejected requests (a tenant at its
-// limit, an unauthorized subject, a forged revision) and 10% valid cycles.
-// valid-admits/s is the throughput of valid admissions, the figure a
-// flood must not starve.
+// limit, an unauthorized subject, a forged revision) and 10% valid cycles;
+// workload=reject is rejections only, the lock-free path that must scale
+// with cores. valid-admits/s is the throughput of valid admissions, the
+// figure a flood must not starve; rejections/s that of rejections.
 func BenchmarkParallel(b *testing.B) {
 	const otherLimit = 4
-	for _, workload := range []string{"valid", "flood"} {
+	for _, workload := range []string{"valid", "flood", "reject"} {
 		b.Run("workload="+workload, func(b *testing.B) {
 			e := newEnv(b, otherLimit, 0.2)
 			defer e.fillOther(b, otherLimit)()
 			for _, im := range e.impls {
 				b.Run("impl="+im.name, func(b *testing.B) {
-					var goroutine, valid atomic.Int64
+					var goroutine, valid, rejected atomic.Int64
 					b.ReportAllocs()
 					b.RunParallel(func(pb *testing.PB) {
 						g := goroutine.Add(1)
@@ -141,11 +142,15 @@ func BenchmarkParallel(b *testing.B) {
 						forged := e.valid
 						forged.Revision.Revision = "rev-forged"
 						flood := [...]*core.AdmissionRequest{&capacity, &unauthorized, &forged}
-						var n, mine int64
+						var n, mine, refused int64
 						for pb.Next() {
 							n++
-							if workload == "flood" && n%10 != 0 {
-								_, _ = im.admit(flood[n%3])
+							if workload == "reject" || (workload == "flood" && n%10 != 0) {
+								if _, err := im.admit(flood[n%3]); err == nil {
+									b.Error("a flood request was admitted")
+									return
+								}
+								refused++
 								continue
 							}
 							if err := im.cycle(&ok); err != nil {
@@ -155,8 +160,14 @@ func BenchmarkParallel(b *testing.B) {
 							mine++
 						}
 						valid.Add(mine)
+						rejected.Add(refused)
 					})
-					b.ReportMetric(float64(valid.Load())/b.Elapsed().Seconds(), "valid-admits/s")
+					if workload != "reject" {
+						b.ReportMetric(float64(valid.Load())/b.Elapsed().Seconds(), "valid-admits/s")
+					}
+					if workload != "valid" {
+						b.ReportMetric(float64(rejected.Load())/b.Elapsed().Seconds(), "rejections/s")
+					}
 				})
 			}
 		})
