@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"testing"
 
@@ -202,6 +203,51 @@ func structuralCases() []ruleCase {
 			name: "mistyped trust class name hides the references to it",
 			edit: func(d *document) { d.set("trust_classes[1].name", 1) },
 			want: []want{{"trust_classes[1].name", "expected a string, got a number"}},
+		},
+		{
+			name: "an unrelated structural problem does not hide the queue class coverage",
+			edit: func(d *document) {
+				d.set("colour", "blue")
+				d.set("queue_classes[1].min_priority", 6)
+			},
+			want: []want{{"colour", "unknown key"}, {"queue_classes", "priority 5 is in no queue class"}},
+		},
+		{
+			name: "an unrelated structural problem does not hide a reference to no cell class",
+			edit: func(d *document) {
+				d.set("colour", "blue")
+				d.push("tenants[0].cell_classes", "huge")
+			},
+			want: []want{{"colour", "unknown key"}, {"tenants[0].cell_classes[3]", "is not a configured cell class"}},
+		},
+		{
+			name: "an unrelated structural problem does not hide a reference to no trust class",
+			edit: func(d *document) {
+				d.set("colour", "blue")
+				d.push("tenants[0].trust_classes", "gold")
+			},
+			want: []want{{"colour", "unknown key"}, {"tenants[0].trust_classes[1]", "is not a configured trust class"}},
+		},
+		{
+			name: "a broken tenant hides the rules under it, not those of a tenant whose index it prefixes",
+			edit: func(d *document) {
+				for i := len(d.get("tenants").([]any)); i <= 10; i++ {
+					tenant := d.copyOf("tenants[1]")
+					tenant["id"] = fmt.Sprintf("extra-%d", i)
+					d.push("tenants", tenant)
+				}
+				d.set("tenants[1]", "globex")
+				d.set("tenants[10].id", "acme")
+			},
+			want: []want{{"tenants[1]", "expected an object, got a string"}, {"tenants[10].id", "duplicates tenants[0]"}},
+		},
+		{
+			name: "an unknown key named like the start of another key hides nothing under that key",
+			edit: func(d *document) {
+				d.set("tenant", 1)
+				d.set("tenants[2].id", "acme")
+			},
+			want: []want{{"tenant", "unknown key"}, {"tenants[2].id", "duplicates tenants[0]"}},
 		},
 		{
 			name: "syntax error stops decoding",

@@ -220,6 +220,13 @@ func ruleViolationCases() []ruleCase {
 			want: []want{{"queue_classes[2]", "priority range is empty: it holds no priority up to node.maximum_priority (9)"}},
 		},
 		{
+			name: "a queue class starting at the node maximum priority is accepted",
+			edit: func(d *document) {
+				d.set("queue_classes[1].max_priority", 8)
+				d.push("queue_classes", queueClass("top", 9, 12))
+			},
+		},
+		{
 			name: "single-priority queue class is accepted",
 			edit: func(d *document) {
 				d.set("queue_classes[1].min_priority", 6)
