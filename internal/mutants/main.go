@@ -13,9 +13,12 @@
 // make mutants runs it with the pinned gremlins version.
 //
 // Each DIR is a package folder relative to the module root; only its own
-// files are mutated, not those of packages below it. Gremlins tests each
-// mutant in a copy of the module under the temporary folder, so the
-// working tree is never changed. The exit status is 1 when a package
+// files are mutated, not those of packages below it. Gremlins tests only
+// mutants inside a block of the coverage profile, which leaves out case
+// expressions and constant declarations; this command tests those itself,
+// the same way: it applies gremlins' token change and runs the package's
+// tests. Every mutant is tested in a copy of the module under the
+// temporary folder, so the working tree is never changed. The exit status is 1 when a package
 // scores below -min or the list names a mutant that no longer survives.
 package main
 
@@ -59,6 +62,9 @@ func main() {
 		fmt.Printf("mutants: %s: running gremlins\n", pkg)
 		mutants, err := runGremlins(root, pkg, strings.Fields(*gremlins), strings.Fields(*flags))
 		if err != nil {
+			fatal(fmt.Errorf("%s: %w", pkg, err))
+		}
+		if err := retestUncovered(root, pkg, mutants); err != nil {
 			fatal(fmt.Errorf("%s: %w", pkg, err))
 		}
 		s, err := score(pkg, mutants, equivalents)
@@ -149,6 +155,9 @@ func runGremlins(root, pkg string, command, flags []string) ([]Mutant, error) {
 func report(w io.Writer, root string, s *Score) {
 	fmt.Fprintf(w, "mutants: %s: score %.2f%%: %d killed (%d by timeout), %d non-equivalent survivors, %d equivalent, %d not viable\n",
 		s.Package, s.Percent(), s.Killed, s.TimedOut, len(s.Survivors), len(s.Equivalent), s.NotViable)
+	if s.NotRun > 0 {
+		fmt.Fprintf(w, "mutants: %s: %d mutants found but not run (a dry run)\n", s.Package, s.NotRun)
+	}
 	for _, m := range s.Survivors {
 		fmt.Fprintf(w, "  %-11s %s\n              %s\n", m.Status, m.Key(), sourceLine(root, m))
 	}

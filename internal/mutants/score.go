@@ -33,6 +33,7 @@ const (
 	statusNotCovered = "NOT COVERED"
 	statusNotViable  = "NOT VIABLE"
 	statusSkipped    = "SKIPPED"
+	statusRunnable   = "RUNNABLE" // found but not run: gremlins --dry-run
 )
 
 // gremlinsOutput is the part of gremlins' -o file that is read.
@@ -128,6 +129,7 @@ type Score struct {
 	Killed     int // killed, timed-out runs included
 	TimedOut   int
 	NotViable  int // did not compile; not counted
+	NotRun     int // found by a dry run; not counted
 	Equivalent []Mutant
 	// Survivors are the mutants that no test failed on, covered or not,
 	// and that the list does not call equivalent.
@@ -166,13 +168,15 @@ func score(pkg string, mutants []Mutant, equivalents map[string]Equivalent) (*Sc
 			} else {
 				s.Survivors = append(s.Survivors, m)
 			}
+		case statusRunnable:
+			s.NotRun++
 		case statusSkipped:
 		default:
 			return nil, fmt.Errorf("%s: unknown gremlins status %q", m.Key(), m.Status)
 		}
 	}
 	for _, e := range equivalents {
-		if path.Dir(e.File) == pkg && !surviving[e.Key] {
+		if s.NotRun == 0 && path.Dir(e.File) == pkg && !surviving[e.Key] {
 			s.Stale = append(s.Stale, e)
 		}
 	}

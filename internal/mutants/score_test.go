@@ -61,6 +61,14 @@ func TestScoreOfNothingIsFull(t *testing.T) {
 	}
 }
 
+func TestDryRunIsNotScored(t *testing.T) {
+	list := map[string]Equivalent{"p/a.go:2:2 X": {Key: "p/a.go:2:2 X", File: "p/a.go"}}
+	s, err := score("p", []Mutant{{File: "p/a.go", Line: 1, Column: 1, Type: "X", Status: statusRunnable}}, list)
+	if err != nil || s.NotRun != 1 || s.Killed != 0 || len(s.Survivors) != 0 || len(s.Stale) != 0 {
+		t.Fatalf("%+v %v", s, err)
+	}
+}
+
 func TestScoreRefusesAnUnknownStatus(t *testing.T) {
 	if _, err := score("p", []Mutant{{File: "p/a.go", Line: 1, Column: 1, Type: "X", Status: "PENDING"}}, nil); err == nil {
 		t.Fatal("unknown status accepted")
@@ -80,6 +88,38 @@ func TestParseEquivalentsRefusesMalformedEntries(t *testing.T) {
 	} {
 		if _, err := parseEquivalents(strings.NewReader(text)); err == nil {
 			t.Errorf("accepted %q", text)
+		}
+	}
+}
+
+func TestMutateAppliesGremlinsTokenChanges(t *testing.T) {
+	src := []byte("package p\n\nconst a = b - 1\n\nfunc f() bool { return x >= y && z == w }\n")
+	cases := []struct {
+		line, col int
+		mutator   string
+		want      string
+	}{
+		{3, 13, "ARITHMETIC_BASE", "const a = b + 1"},
+		{3, 13, "INVERT_NEGATIVES", "const a = b + 1"},
+		{5, 26, "CONDITIONALS_BOUNDARY", "return x > y && z == w"},
+		{5, 26, "CONDITIONALS_NEGATION", "return x < y && z == w"},
+		{5, 36, "CONDITIONALS_NEGATION", "return x >= y && z != w"},
+	}
+	for _, c := range cases {
+		out, err := mutate(src, c.line, c.col, c.mutator)
+		if err != nil {
+			t.Fatalf("%d:%d %s: %v", c.line, c.col, c.mutator, err)
+		}
+		if !strings.Contains(string(out), c.want) || len(out) > len(src)+1 {
+			t.Errorf("%d:%d %s: got\n%s", c.line, c.col, c.mutator, out)
+		}
+	}
+	for _, bad := range []struct {
+		line, col int
+		mutator   string
+	}{{3, 1, "ARITHMETIC_BASE"}, {9, 1, "ARITHMETIC_BASE"}, {3, 13, "INVERT_BITWISE"}, {3, 200, "ARITHMETIC_BASE"}} {
+		if _, err := mutate(src, bad.line, bad.col, bad.mutator); err == nil {
+			t.Errorf("%d:%d %s: mutated", bad.line, bad.col, bad.mutator)
 		}
 	}
 }
