@@ -5,17 +5,19 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+
+	"latent.dev/admission/internal/strictjson"
 )
 
-// Catalog holds the deployments of a node. Deploy and Delete serialize on
-// a mutex and publish a new immutable [Pin] last; [Catalog.Pin] reads the
-// current one with one atomic load, so taking a pin neither locks nor
-// copies. A Catalog must not be copied after first use.
+// Catalog holds the deployments of a node. Deploy, Delete and Apply
+// serialize on a mutex and publish a new immutable [Pin] last;
+// [Catalog.Pin] reads the current one with one atomic load, so taking a
+// pin neither locks nor copies. A Catalog must not be copied after first
+// use.
 //
 // A catalog made by [New] lives in memory only; one made by [Create] or
-// [Open] writes its whole state to its store directory after every change,
-// before the change becomes visible, and holds the directory's lock until
-// [Catalog.Close].
+// [Open] appends every change to its store before the change becomes
+// visible, and holds the store directory's lock until [Catalog.Close].
 type Catalog struct {
 	capacity Capacity
 	store    *store // nil for an in-memory catalog
@@ -33,6 +35,15 @@ type Catalog struct {
 	closed bool
 	// current is written under mu and read without it.
 	current atomic.Pointer[Pin]
+}
+
+// Changes is what one [Catalog.Apply] makes at one generation: the
+// deployments to deploy, each replacing any earlier deployment of its
+// (tenant, service) pair, and the pairs to delete. A pair appears at most
+// once in all.
+type Changes struct {
+	Deploy []Deployment
+	Delete []DeploymentKey
 }
 
 // New returns an empty in-memory catalog at generation 0.
@@ -60,7 +71,7 @@ func newCatalog(capacity Capacity, s *store, pin *Pin) *Catalog {
 }
 
 func emptyPin(generation uint64) *Pin {
-	return &Pin{generation: generation, deployments: map[DeploymentKey]*deployment{}}
+	return &Pin{generation: generation, index: emptyIndex()}
 }
 
 // Capacity is the catalog's configured capacity.
@@ -71,6 +82,15 @@ func (c *Catalog) Pin() *Pin { return c.current.Load() }
 
 // Generation is the generation of the current view.
 func (c *Catalog) Generation() uint64 { return c.Pin().generation }
+
+// change is one staged deploy or delete: dep is the new deployment (nil
+// for a delete) and old the one it replaces or removes (nil for a new
+// pair).
+type change struct {
+	key DeploymentKey
+	dep *deployment
+	old *deployment
+}
 
 // Deploy validates d and makes it the deployment of (d.Tenant, d.Service),
 // replacing any earlier one, at a new generation that it returns. An
@@ -92,12 +112,9 @@ func (c *Catalog) Deploy(d Deployment) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	next := c.current.Load().with(dep, generation)
-	if next.usage.Revisions > c.capacity.MaxRevisions || next.usage.PolicyBytes > c.capacity.MaxPolicyBytes {
-		return 0, fmt.Errorf("%w: the catalog would hold %d revisions in %d policy bytes; capacity is %d revisions in %d policy bytes",
-			ErrCapacityExceeded, next.usage.Revisions, next.usage.PolicyBytes, c.capacity.MaxRevisions, c.capacity.MaxPolicyBytes)
-	}
-	return generation, c.publishLocked(next)
+	cur := c.current.Load()
+	changes := []change{{key: DeploymentKey{d.Tenant, d.Service}, dep: dep, old: cur.lookup(d.Tenant, d.Service)}}
+	return generation, c.commitLocked(cur, changes, generation)
 }
 
 // Delete removes the deployment of (tenant, service) at a new generation
@@ -111,14 +128,99 @@ func (c *Catalog) Delete(tenant, service string) (uint64, error) {
 		return 0, ErrClosed
 	}
 	cur := c.current.Load()
-	if _, ok := cur.deployments[DeploymentKey{tenant, service}]; !ok {
+	old := cur.lookup(tenant, service)
+	if old == nil {
 		return 0, ErrNotDeployed
 	}
 	generation, err := c.nextGenerationLocked()
 	if err != nil {
 		return 0, err
 	}
-	return generation, c.publishLocked(cur.without(DeploymentKey{tenant, service}, generation))
+	return generation, c.commitLocked(cur, []change{{key: DeploymentKey{tenant, service}, old: old}}, generation)
+}
+
+// Apply makes every change of ch at one new generation, which it returns,
+// with one store write: all of them or none. Every deployment is validated
+// and every delete checked before anything is written; a deployment that
+// breaks a rule ([ErrInvalidDeployment]), a delete of a pair that is not
+// deployed ([ErrNotDeployed]), or a pair named twice ([ErrInvalidDeployment])
+// fails the whole call with a [strictjson.Problems] listing every problem
+// by its path ("deploy[3].routes[0].route", "delete[1]"), and consumes no
+// generation. A result over the capacity ([ErrCapacityExceeded]) or a
+// failed store write (*[StoreError]) changes nothing that pins can see,
+// as for Deploy. An Apply without changes changes nothing and returns the
+// current generation. After [Catalog.Close] it returns [ErrClosed].
+func (c *Catalog) Apply(ch Changes) (uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, ErrClosed
+	}
+	cur := c.current.Load()
+	if len(ch.Deploy) == 0 && len(ch.Delete) == 0 {
+		return cur.generation, nil
+	}
+	generation, err := c.nextGenerationLocked()
+	if err != nil {
+		return 0, err
+	}
+	changes, err := stageChanges(cur, &ch, generation)
+	if err != nil {
+		return 0, err
+	}
+	return generation, c.commitLocked(cur, changes, generation)
+}
+
+// stageChanges validates every change of ch against cur and compiles the
+// deployments at generation; on any problem it returns them all and no
+// change.
+func stageChanges(cur *Pin, ch *Changes, generation uint64) ([]change, error) {
+	var problems strictjson.Problems
+	var missing, invalid bool
+	first := make(map[DeploymentKey]string, len(ch.Deploy)+len(ch.Delete))
+	once := func(key DeploymentKey, path string) {
+		if earlier, dup := first[key]; dup {
+			invalid = true
+			problems = append(problems, strictjson.Problem{Path: path, Message: "changes the same deployment as " + earlier})
+			return
+		}
+		first[key] = path
+	}
+	changes := make([]change, 0, len(ch.Deploy)+len(ch.Delete))
+	for i := range ch.Deploy {
+		d := &ch.Deploy[i]
+		path := strictjson.Index("deploy", i)
+		before := len(problems)
+		dep := compileReporting(d, generation, path, &problems)
+		if len(problems) > before {
+			invalid = true
+		}
+		key := DeploymentKey{d.Tenant, d.Service}
+		once(key, path)
+		if dep != nil {
+			changes = append(changes, change{key: key, dep: dep, old: cur.lookup(key.Tenant, key.Service)})
+		}
+	}
+	for i, key := range ch.Delete {
+		path := strictjson.Index("delete", i)
+		once(key, path)
+		old := cur.lookup(key.Tenant, key.Service)
+		if old == nil {
+			missing = true
+			problems = append(problems, strictjson.Problem{Path: path, Message: "is not deployed"})
+			continue
+		}
+		changes = append(changes, change{key: key, old: old})
+	}
+	switch {
+	case invalid && missing:
+		return nil, fmt.Errorf("%w: %w: %w", ErrInvalidDeployment, ErrNotDeployed, problems)
+	case invalid:
+		return nil, fmt.Errorf("%w: %w", ErrInvalidDeployment, problems)
+	case missing:
+		return nil, fmt.Errorf("%w: %w", ErrNotDeployed, problems)
+	}
+	return changes, nil
 }
 
 func (c *Catalog) nextGenerationLocked() (uint64, error) {
@@ -128,12 +230,19 @@ func (c *Catalog) nextGenerationLocked() (uint64, error) {
 	return c.issued + 1, nil
 }
 
-// publishLocked persists next (for a store-backed catalog) and then makes
-// it current. The generation is issued before the write is attempted.
-func (c *Catalog) publishLocked(next *Pin) error {
-	c.issued = next.generation
+// commitLocked builds the view that applies changes to cur at generation,
+// checks it against the capacity, persists it (for a store-backed catalog)
+// and then makes it current. The generation is issued before the write is
+// attempted.
+func (c *Catalog) commitLocked(cur *Pin, changes []change, generation uint64) error {
+	next := cur.apply(changes, generation)
+	if next.usage.Revisions > c.capacity.MaxRevisions || next.usage.PolicyBytes > c.capacity.MaxPolicyBytes {
+		return fmt.Errorf("%w: the catalog would hold %d revisions in %d policy bytes; capacity is %d revisions in %d policy bytes",
+			ErrCapacityExceeded, next.usage.Revisions, next.usage.PolicyBytes, c.capacity.MaxRevisions, c.capacity.MaxPolicyBytes)
+	}
+	c.issued = generation
 	if c.store != nil {
-		if err := writeStore(c.store.fs, c.store.dir, c.capacity, next, c.issued); err != nil {
+		if err := c.store.commitLocked(c.capacity, next, changes, c.issued); err != nil {
 			return err
 		}
 		c.persisted = c.issued
@@ -142,34 +251,26 @@ func (c *Catalog) publishLocked(next *Pin) error {
 	return nil
 }
 
-// with returns a new pin at generation that shares every deployment of p
-// except the one dep replaces or adds: copy-on-write at the deployment
-// level, so a change costs one map copy of pointers, never a deep copy.
-func (p *Pin) with(dep *deployment, generation uint64) *Pin {
-	key := DeploymentKey{dep.tenant, dep.service}
-	next := &Pin{generation: generation, deployments: make(map[DeploymentKey]*deployment, len(p.deployments)+1), usage: p.usage}
-	for k, v := range p.deployments {
-		next.deployments[k] = v
-	}
-	if old, ok := p.deployments[key]; ok {
-		next.usage.Revisions -= old.usage.Revisions
-		next.usage.PolicyBytes -= old.usage.PolicyBytes
-	}
-	next.deployments[key] = dep
-	next.usage.Revisions += dep.usage.Revisions
-	next.usage.PolicyBytes += dep.usage.PolicyBytes
-	return next
-}
-
-func (p *Pin) without(key DeploymentKey, generation uint64) *Pin {
-	next := &Pin{generation: generation, deployments: make(map[DeploymentKey]*deployment, len(p.deployments)), usage: p.usage}
-	for k, v := range p.deployments {
-		if k != key {
-			next.deployments[k] = v
+// apply returns a new pin at generation with changes made: it shares every
+// untouched deployment and every untouched part of the index with p, so
+// its cost grows with the number of changes, not with the catalog.
+func (p *Pin) apply(changes []change, generation uint64) *Pin {
+	next := &Pin{generation: generation, index: p.index, usage: p.usage}
+	edit := newEditToken()
+	for i := range changes {
+		ch := &changes[i]
+		if ch.old != nil {
+			next.usage.Revisions -= ch.old.usage.Revisions
+			next.usage.PolicyBytes -= ch.old.usage.PolicyBytes
 		}
+		h := keyHash(ch.key.Tenant, ch.key.Service)
+		if ch.dep == nil {
+			next.index, _ = next.index.remove(h, ch.key.Tenant, ch.key.Service, edit)
+			continue
+		}
+		next.index, _ = next.index.put(h, ch.dep, edit)
+		next.usage.Revisions += ch.dep.usage.Revisions
+		next.usage.PolicyBytes += ch.dep.usage.PolicyBytes
 	}
-	old := p.deployments[key]
-	next.usage.Revisions -= old.usage.Revisions
-	next.usage.PolicyBytes -= old.usage.PolicyBytes
 	return next
 }

@@ -47,11 +47,23 @@ type revision struct {
 // It copies everything it keeps, so the caller may reuse d.
 func compileDeployment(d *Deployment, generation uint64) (*deployment, error) {
 	var problems strictjson.Problems
-	validateDeployment(d, "", func(path, format string, args ...any) {
-		problems = append(problems, strictjson.Problem{Path: path, Message: fmt.Sprintf(format, args...)})
-	})
-	if len(problems) > 0 {
+	dep := compileReporting(d, generation, "", &problems)
+	if dep == nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidDeployment, problems)
+	}
+	return dep, nil
+}
+
+// compileReporting is compileDeployment for one deployment of many: it
+// appends d's problems, each path under prefix, to problems and returns
+// nil if there were any.
+func compileReporting(d *Deployment, generation uint64, prefix string, problems *strictjson.Problems) *deployment {
+	before := len(*problems)
+	validateDeployment(d, prefix, func(path, format string, args ...any) {
+		*problems = append(*problems, strictjson.Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	})
+	if len(*problems) > before {
+		return nil
 	}
 	dep := &deployment{
 		tenant:     d.Tenant,
@@ -88,7 +100,7 @@ func compileDeployment(d *Deployment, generation uint64) (*deployment, error) {
 			dep.usage.PolicyBytes += rev.recordSize
 		}
 	}
-	return dep, nil
+	return dep
 }
 
 // spec rebuilds the Deployment that compiled into dep (normalized).

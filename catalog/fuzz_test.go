@@ -4,31 +4,47 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 )
 
-// reseal recomputes every checksum of data that it can find, so the fuzzer
-// reaches the content checks behind them instead of stopping at the first
-// SHA-256 it cannot forge.
+// reseal recomputes every checksum of a format 3 store that it can find,
+// the record headers' CRCs, the records' SHA-256 and the commits' chain
+// digests, so the fuzzer reaches the content checks behind them instead
+// of stopping at the first checksum it cannot forge.
 func reseal(data []byte) []byte {
 	data = bytes.Clone(data)
-	at := len(storeMagic)
-	for at+frameBytes <= len(data) {
+	if !bytes.HasPrefix(data, []byte(storeMagic)) {
+		return data
+	}
+	var chain [sha256.Size]byte
+	txStart := -1
+	for at := len(storeMagic); at+frameBytes <= len(data); {
 		length := int(binary.BigEndian.Uint32(data[at+1:]))
 		if length > len(data)-at-frameBytes {
 			break
 		}
-		bodyEnd := at + 5 + length
-		if data[at] == recordEnd && length >= sha256.Size {
-			digest := sha256.Sum256(data[:at])
-			copy(data[bodyEnd-sha256.Size:bodyEnd], digest[:])
+		binary.BigEndian.PutUint32(data[at+5:], crc32.Checksum(data[at:at+5], castagnoli))
+		bodyEnd := at + frameHeaderBytes + length
+		if data[at] == recordCommit && txStart >= 0 && length >= sha256.Size {
+			chain = chainNext(chain, data[txStart:at])
+			copy(data[bodyEnd-sha256.Size:bodyEnd], chain[:])
 		}
-		sum := sha256.Sum256(data[at:bodyEnd])
-		copy(data[bodyEnd:], sum[:])
-		at = bodyEnd + sha256.Size
+		h := sha256.New()
+		h.Write(data[at : at+5])
+		h.Write(data[at+frameHeaderBytes : bodyEnd])
+		copy(data[bodyEnd:], h.Sum(nil))
+		next := bodyEnd + sha256.Size
+		if txStart < 0 {
+			chain = sha256.Sum256(data[:next])
+		}
+		if txStart < 0 || data[at] == recordCommit {
+			txStart = next
+		}
+		at = next
 	}
 	return data
 }
@@ -38,12 +54,24 @@ func FuzzOpenStore(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	full, _ := encodeStore(c.Capacity(), c.Pin(), c.Generation())
-	empty, _ := encodeStore(GenerousCapacity, emptyPin(0), 0)
+	full, _, _ := encodeSnapshot(c.Capacity(), c.Pin(), c.Generation())
+	empty, _, _ := encodeSnapshot(GenerousCapacity, emptyPin(0), 0)
 	small := New(GenerousCapacity)
 	mustDeploy(f, small, weighted("acme", "thumbs", 3, 0, 1))
-	one, _ := encodeStore(GenerousCapacity, small.Pin(), small.Generation()+5)
-	for _, seed := range [][]byte{full, empty, one, nil, []byte(storeMagic), one[:len(one)/2]} {
+	one, _, _ := encodeSnapshot(GenerousCapacity, small.Pin(), small.Generation()+5)
+	seeds := [][]byte{full, empty, one, nil, []byte(storeMagic), one[:len(one)/2]}
+	// A store with appended transactions (deploys, a replacement, a delete
+	// and an Apply) and its torn variants.
+	log := logWithHistory(f)
+	seeds = append(seeds, log.data, log.data[:len(log.data)-3], append(bytes.Clone(log.data), make([]byte, 50)...))
+	for _, name := range []string{"legacy-v1.store", "legacy-v2.store"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		seeds = append(seeds, data)
+	}
+	for _, seed := range seeds {
 		f.Add(seed, false)
 		f.Add(seed, true)
 	}
@@ -51,24 +79,34 @@ func FuzzOpenStore(f *testing.F) {
 		if resealed {
 			data = reseal(data)
 		}
-		capacity, pin, issued, ferr := decodeStore(data)
+		dec, ferr := decodeStore(data)
 		if ferr != nil {
-			if pin != nil || ferr.reason == nil {
+			if dec != nil || ferr.reason == nil {
 				t.Fatalf("a refusal returned a view or no reason: %+v", ferr)
 			}
 			return
 		}
+		if dec.version == storeVersion && (dec.end > len(data) || dec.end < len(storeMagic)) {
+			t.Fatalf("the last commit ends at %d of %d bytes", dec.end, len(data))
+		}
 		// Whatever opens must survive a rewrite unchanged.
-		again, err := encodeStore(capacity, pin, issued)
+		again, _, err := encodeSnapshot(dec.capacity, dec.pin, dec.issued)
 		if err != nil {
 			t.Fatal(err)
 		}
-		capacity2, pin2, issued2, ferr := decodeStore(again)
+		dec2, ferr := decodeStore(again)
 		if ferr != nil {
 			t.Fatalf("a rewritten store does not open: %+v", ferr)
 		}
-		if capacity != capacity2 || issued != issued2 || !reflect.DeepEqual(snapshotView(t, pin), snapshotView(t, pin2)) {
+		if dec.capacity != dec2.capacity || dec.issued != dec2.issued || !reflect.DeepEqual(snapshotView(t, dec.pin), snapshotView(t, dec2.pin)) {
 			t.Fatal("a rewritten store opens differently")
+		}
+		// And a format 3 store's committed prefix opens as the same view.
+		if dec.version == storeVersion {
+			dec3, ferr := decodeStore(data[:dec.end])
+			if ferr != nil || dec3.end != dec.end || !reflect.DeepEqual(snapshotView(t, dec.pin), snapshotView(t, dec3.pin)) {
+				t.Fatalf("the committed prefix opens differently: %+v", ferr)
+			}
 		}
 	})
 }
@@ -94,15 +132,15 @@ func FuzzDecodeCatalog(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a valid file does not deploy: %v", err)
 		}
-		stored, err := encodeStore(c.Capacity(), c.Pin(), c.Generation())
+		stored, _, err := encodeSnapshot(c.Capacity(), c.Pin(), c.Generation())
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, pin, _, ferr := decodeStore(stored)
+		dec, ferr := decodeStore(stored)
 		if ferr != nil {
 			t.Fatalf("a valid catalog does not reopen: %+v", ferr)
 		}
-		if !reflect.DeepEqual(snapshotView(t, c.Pin()), snapshotView(t, pin)) {
+		if !reflect.DeepEqual(snapshotView(t, c.Pin()), snapshotView(t, dec.pin)) {
 			t.Fatal("a valid catalog reopens differently")
 		}
 	})

@@ -16,9 +16,14 @@ import (
 // and an embedding program that keeps old pins keeps their deployments in
 // memory, so it should not keep unboundedly many.
 type Pin struct {
-	generation  uint64
-	deployments map[DeploymentKey]*deployment
-	usage       Usage
+	generation uint64
+	index      index
+	usage      Usage
+}
+
+// lookup returns the deployment of (tenant, service), or nil.
+func (p *Pin) lookup(tenant, service string) *deployment {
+	return p.index.get(keyHash(tenant, service), tenant, service)
 }
 
 // Generation is the catalog generation the pin was taken at.
@@ -28,13 +33,13 @@ func (p *Pin) Generation() uint64 { return p.generation }
 func (p *Pin) Usage() Usage { return p.usage }
 
 // Len is the number of deployments in the pin.
-func (p *Pin) Len() int { return len(p.deployments) }
+func (p *Pin) Len() int { return p.index.count }
 
 // Deployment returns a copy of the deployment of (tenant, service) as the
 // catalog normalized it, with the generation it was deployed at.
 func (p *Pin) Deployment(tenant, service string) (Deployment, uint64, bool) {
-	dep, ok := p.deployments[DeploymentKey{tenant, service}]
-	if !ok {
+	dep := p.lookup(tenant, service)
+	if dep == nil {
 		return Deployment{}, 0, false
 	}
 	return dep.spec(), dep.generation, true
@@ -42,10 +47,8 @@ func (p *Pin) Deployment(tenant, service string) (Deployment, uint64, bool) {
 
 // Deployments returns the (tenant, service) pairs of the pin, sorted.
 func (p *Pin) Deployments() []DeploymentKey {
-	out := make([]DeploymentKey, 0, len(p.deployments))
-	for k := range p.deployments {
-		out = append(out, k)
-	}
+	out := make([]DeploymentKey, 0, p.index.count)
+	p.index.each(func(d *deployment) { out = append(out, DeploymentKey{d.tenant, d.service}) })
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Tenant != out[j].Tenant {
 			return out[i].Tenant < out[j].Tenant
@@ -63,8 +66,8 @@ func (p *Pin) Deployments() []DeploymentKey {
 // deployment is unchanged, in every process. It returns [ErrNotResolved]
 // when there is no such deployment or route, or the weights sum to zero.
 func (p *Pin) Resolve(target Target, routingKey string) (*policy.ResolvedRevision, error) {
-	dep, ok := p.deployments[DeploymentKey{target.Tenant, target.Service}]
-	if !ok {
+	dep := p.lookup(target.Tenant, target.Service)
+	if dep == nil {
 		return nil, ErrNotResolved
 	}
 	i, ok := dep.routeIndex[target.Route]
@@ -103,8 +106,8 @@ func (p *Pin) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionPoli
 	if p == nil || rev == nil {
 		return nil, false
 	}
-	dep, ok := p.deployments[DeploymentKey{rev.Tenant, rev.Service}]
-	if !ok || dep.generation != rev.Generation {
+	dep := p.lookup(rev.Tenant, rev.Service)
+	if dep == nil || dep.generation != rev.Generation {
 		return nil, false
 	}
 	// The route by its short name, then the revision by comparing IDs

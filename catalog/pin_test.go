@@ -216,7 +216,7 @@ func TestPinIsTakenWithoutCopying(t *testing.T) {
 	}
 	before := c.Pin()
 	mustDeploy(t, c, weighted("globex", "render", 1))
-	if before.deployments[DeploymentKey{"acme", "thumbs"}] != c.Pin().deployments[DeploymentKey{"acme", "thumbs"}] {
+	if before.lookup("acme", "thumbs") != c.Pin().lookup("acme", "thumbs") {
 		t.Fatal("an untouched deployment was copied, not shared")
 	}
 }

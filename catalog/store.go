@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"crypto/sha256"
 	"errors"
 	"io"
 	"io/fs"
@@ -11,19 +12,40 @@ import (
 // StoreFileName is the name of the store file inside a store directory.
 const StoreFileName = "catalog.store"
 
-// tempPattern names the files a write prepares before renaming one over
+// tempPattern names the files a rewrite prepares before renaming one over
 // the store; a crash can leave them behind, and whoever next takes the
 // directory's lock removes them.
 const tempPattern = StoreFileName + ".tmp-*"
 
-// store binds a catalog to its directory. fs and dir never change once
-// the catalog is published (tests swap fs before they share the catalog);
-// lock is guarded by the owning Catalog's mu and is nil once the catalog
-// is closed.
+// defaultRewriteFloor is the least garbage, in bytes, for which a store
+// rewrites itself: below it, a small catalog would rewrite its whole file
+// every few changes.
+const defaultRewriteFloor = 1 << 20
+
+// store binds a catalog to its directory. fs, dir and rewriteFloor never
+// change once the catalog is published (tests set them before they share
+// the catalog); the other fields are guarded by the owning Catalog's mu.
 type store struct {
 	fs   fileSystem
 	dir  string
+	path string
+	// rewriteFloor is the least garbage worth a rewrite (see commitLocked).
+	rewriteFloor int64
+
+	// lock is the directory's lock; nil once the catalog is closed.
 	lock io.Closer
+	// file is the store file, open for appending at end; nil after a
+	// failed write, when the next write must rewrite the file whole.
+	file storeFile
+	// end is the offset after the last commit of file.
+	end int64
+	// chain is the chain digest of that commit.
+	chain [sha256.Size]byte
+	// live is the length of the records of the published view's
+	// deployments: what a rewrite would write, less its header and commit.
+	live int64
+	// header is the length of the file's magic and header record.
+	header int64
 }
 
 // fileSystem is the seam between the store and the operating system, so
@@ -31,7 +53,9 @@ type store struct {
 // would leave behind.
 type fileSystem interface {
 	MkdirAll(dir string) error
-	CreateTemp(dir, pattern string) (tempFile, error)
+	CreateTemp(dir, pattern string) (storeFile, error)
+	// OpenFile opens an existing store file for reading and writing.
+	OpenFile(name string) (storeFile, error)
 	Rename(from, to string) error
 	SyncDir(dir string) error
 	Remove(name string) error
@@ -43,9 +67,10 @@ type fileSystem interface {
 	Lock(dir string) (io.Closer, error)
 }
 
-type tempFile interface {
-	io.Writer
+type storeFile interface {
+	io.WriterAt
 	Sync() error
+	Truncate(size int64) error
 	Close() error
 	Name() string
 }
@@ -53,14 +78,15 @@ type tempFile interface {
 type osFS struct{}
 
 func (osFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
-func (osFS) CreateTemp(dir, pattern string) (tempFile, error) {
+func (osFS) CreateTemp(dir, pattern string) (storeFile, error) {
 	return os.CreateTemp(dir, pattern)
 }
-func (osFS) Rename(from, to string) error          { return os.Rename(from, to) }
-func (osFS) Remove(name string) error              { return os.Remove(name) }
-func (osFS) ReadFile(name string) ([]byte, error)  { return os.ReadFile(name) }
-func (osFS) Glob(pattern string) ([]string, error) { return filepath.Glob(pattern) }
-func (osFS) Lock(dir string) (io.Closer, error)    { return lockDir(dir) }
+func (osFS) OpenFile(name string) (storeFile, error) { return os.OpenFile(name, os.O_RDWR, 0) }
+func (osFS) Rename(from, to string) error            { return os.Rename(from, to) }
+func (osFS) Remove(name string) error                { return os.Remove(name) }
+func (osFS) ReadFile(name string) ([]byte, error)    { return os.ReadFile(name) }
+func (osFS) Glob(pattern string) ([]string, error)   { return filepath.Glob(pattern) }
+func (osFS) Lock(dir string) (io.Closer, error)      { return lockDir(dir) }
 
 func (osFS) SyncDir(dir string) error {
 	d, err := os.Open(dir)
@@ -80,6 +106,10 @@ func (osFS) Exists(name string) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+func newStore(fsys fileSystem, dir string, lock io.Closer) *store {
+	return &store{fs: fsys, dir: dir, path: filepath.Join(dir, StoreFileName), rewriteFloor: defaultRewriteFloor, lock: lock}
 }
 
 // Create makes a new, empty store-backed catalog in dir (created if
@@ -112,22 +142,25 @@ func create(fsys fileSystem, dir string, capacity Capacity) (*Catalog, error) {
 		return nil, &StoreError{File: path, Record: -1, Op: "create", Reason: ErrStoreExists}
 	}
 	removeTemporaryFiles(fsys, dir)
+	s := newStore(fsys, dir, lock)
 	pin := emptyPin(0)
-	if err := writeStore(fsys, dir, capacity, pin, 0); err != nil {
+	if err := s.rewriteLocked(capacity, pin, 0, 0); err != nil {
 		_ = lock.Close()
 		return nil, err
 	}
-	return newCatalog(capacity, &store{fs: fsys, dir: dir, lock: lock}, pin), nil
+	return newCatalog(capacity, s, pin), nil
 }
 
 // Open rebuilds the catalog stored in dir: the same capacity, generation
-// counter, deployments and typed policy as when it was written. It holds
+// counter, deployments and typed policy as at its last commit. It holds
 // dir's lock until [Catalog.Close], and fails with [ErrStoreInUse],
-// touching nothing, while another open catalog holds it. A missing,
-// truncated or damaged store, or one whose content breaks any rule, fails
-// with a *[StoreError] naming the file and what failed; Open never returns
-// a partial catalog. The returned catalog writes back to dir after every
-// change.
+// touching nothing, while another open catalog holds it. A change whose
+// append was cut short by a crash (a torn tail) is dropped and cut off
+// the file; a store of an earlier format version is rewritten in the
+// current one first. A missing, truncated or damaged store, or one whose
+// content breaks any rule, fails with a *[StoreError] naming the file and
+// what failed; Open never returns a partial catalog. The returned catalog
+// appends to the store after every change.
 func Open(dir string) (*Catalog, error) {
 	return open(osFS{}, dir)
 }
@@ -156,24 +189,60 @@ func open(fsys fileSystem, dir string) (*Catalog, error) {
 }
 
 // readLocked reads the store in dir, whose lock the caller holds as lock,
-// and removes the temporary files of interrupted writes.
+// removes the temporary files of interrupted rewrites, cuts off a torn
+// tail and migrates an earlier format.
 func readLocked(fsys fileSystem, dir string, lock io.Closer) (*Catalog, error) {
-	path := filepath.Join(dir, StoreFileName)
-	data, err := fsys.ReadFile(path)
+	s := newStore(fsys, dir, lock)
+	data, err := fsys.ReadFile(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &StoreError{File: path, Record: -1, Op: "open", Reason: ErrStoreMissing, Cause: err}
+		return nil, &StoreError{File: s.path, Record: -1, Op: "open", Reason: ErrStoreMissing, Cause: err}
 	}
 	if err != nil {
-		return nil, &StoreError{File: path, Record: -1, Op: "read", Cause: err}
+		return nil, &StoreError{File: s.path, Record: -1, Op: "read", Cause: err}
 	}
-	capacity, pin, issued, ferr := decodeStore(data)
+	dec, ferr := decodeStore(data)
 	if ferr != nil {
-		return nil, &StoreError{File: path, Record: ferr.record, Op: "open", Reason: ferr.reason, Detail: ferr.detail}
+		return nil, &StoreError{File: s.path, Record: ferr.record, Op: "open", Reason: ferr.reason, Detail: ferr.detail}
 	}
 	removeTemporaryFiles(fsys, dir)
-	c := newCatalog(capacity, &store{fs: fsys, dir: dir, lock: lock}, pin)
-	c.issued, c.persisted = issued, issued
+	var live int64
+	dec.pin.index.each(func(d *deployment) { live += deploymentBytes(d) })
+	if dec.version != storeVersion {
+		if err := s.rewriteLocked(dec.capacity, dec.pin, dec.issued, live); err != nil {
+			var se *StoreError
+			if errors.As(err, &se) {
+				se.Op = "migrate: " + se.Op
+			}
+			return nil, err
+		}
+	} else if err := s.adoptLocked(dec, int64(len(data)), live); err != nil {
+		return nil, err
+	}
+	c := newCatalog(dec.capacity, s, dec.pin)
+	c.issued, c.persisted = dec.issued, dec.issued
 	return c, nil
+}
+
+// adoptLocked opens the store file that dec was read from, size bytes
+// long, for appending, after cutting off its torn tail if it has one.
+func (s *store) adoptLocked(dec *decodedStore, size, live int64) error {
+	f, err := s.fs.OpenFile(s.path)
+	if err != nil {
+		return &StoreError{File: s.path, Record: -1, Op: "open", Cause: err}
+	}
+	if end := int64(dec.end); end < size {
+		if err := f.Truncate(end); err != nil {
+			_ = f.Close()
+			return &StoreError{File: s.path, Record: -1, Op: "truncate torn tail", Cause: err}
+		}
+		if err := f.Sync(); err != nil {
+			_ = f.Close()
+			return &StoreError{File: s.path, Record: -1, Op: "fsync", Cause: err}
+		}
+	}
+	s.file, s.end, s.chain, s.live = f, int64(dec.end), dec.chain, live
+	s.header = int64(len(storeMagic) + frameBytes + len(headerPayload(dec.capacity)))
+	return nil
 }
 
 // lockStore takes dir's lock for op, as a *StoreError on failure.
@@ -190,7 +259,7 @@ func lockStore(fsys fileSystem, dir, op string) (io.Closer, error) {
 	return lock, nil
 }
 
-// removeTemporaryFiles removes what interrupted writes left in dir. The
+// removeTemporaryFiles removes what interrupted rewrites left in dir. The
 // caller holds dir's lock, so no write is in progress there: every such
 // file is a leftover, and the store file never depends on one.
 func removeTemporaryFiles(fsys fileSystem, dir string) {
@@ -203,13 +272,14 @@ func removeTemporaryFiles(fsys fileSystem, dir string) {
 
 // Close releases the store directory's lock, after which another catalog
 // may open it. If a store write failed since the last one that succeeded,
-// Close first writes the current view once more, so that the directory
-// holds what the catalog's pins show and the highest generation it handed
-// out (see the package documentation, "Failed writes"); an error from that
-// write is returned, and the lock is released all the same. After Close,
-// [Catalog.Deploy] and [Catalog.Delete] fail with [ErrClosed]; pins and
-// [Catalog.Pin] keep working. Close is idempotent: later calls return nil.
-// Closing an in-memory catalog only stops its changes.
+// Close first rewrites the store from the current view, so that the
+// directory holds what the catalog's pins show and the highest generation
+// it handed out (see the package documentation, "Failed writes"); an
+// error from that write is returned, and the lock is released all the
+// same. After Close, [Catalog.Deploy], [Catalog.Delete] and
+// [Catalog.Apply] fail with [ErrClosed]; pins and [Catalog.Pin] keep
+// working. Close is idempotent: later calls return nil. Closing an
+// in-memory catalog only stops its changes.
 func (c *Catalog) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -217,34 +287,42 @@ func (c *Catalog) Close() error {
 		return nil
 	}
 	c.closed = true
-	if c.store == nil {
+	s := c.store
+	if s == nil {
 		return nil
 	}
 	var err error
-	if c.issued > c.persisted {
-		if err = writeStore(c.store.fs, c.store.dir, c.capacity, c.current.Load(), c.issued); err == nil {
+	if c.issued > c.persisted || s.file == nil {
+		if err = s.rewriteLocked(c.capacity, c.current.Load(), c.issued, s.live); err == nil {
 			c.persisted = c.issued
 		}
 	}
-	if cerr := c.store.lock.Close(); cerr != nil && err == nil {
-		err = &StoreError{File: filepath.Join(c.store.dir, lockFileName), Record: -1, Op: "unlock", Cause: cerr}
+	if s.file != nil {
+		if cerr := s.file.Close(); cerr != nil && err == nil {
+			err = &StoreError{File: s.path, Record: -1, Op: "close", Cause: cerr}
+		}
+		s.file = nil
 	}
-	c.store.lock = nil
+	if cerr := s.lock.Close(); cerr != nil && err == nil {
+		err = &StoreError{File: filepath.Join(s.dir, lockFileName), Record: -1, Op: "unlock", Cause: cerr}
+	}
+	s.lock = nil
 	return err
 }
 
 // WriteStore writes the current view to a store in dir (created if
-// needed), replacing any store there atomically, and records the highest
-// generation the catalog has handed out, so a catalog opened from it never
-// hands one out again. It does not bind the catalog to dir; [Open] does.
-// It takes dir's lock for the write and fails with [ErrStoreInUse] while
-// another open catalog holds it; when dir is the open catalog's own
-// directory it writes under the lock the catalog holds.
+// needed), replacing any store there atomically with a compact one, and
+// records the highest generation the catalog has handed out, so a catalog
+// opened from it never hands one out again. It does not bind the catalog
+// to dir; [Open] does. It takes dir's lock for the write and fails with
+// [ErrStoreInUse] while another open catalog holds it; when dir is the
+// open catalog's own directory it rewrites that store under the lock the
+// catalog holds.
 func (c *Catalog) WriteStore(dir string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.store != nil && !c.closed && sameDirectory(c.store.dir, dir) {
-		if err := writeStore(c.store.fs, c.store.dir, c.capacity, c.current.Load(), c.issued); err != nil {
+	if s := c.store; s != nil && !c.closed && sameDirectory(s.dir, dir) {
+		if err := s.rewriteLocked(c.capacity, c.current.Load(), c.issued, s.live); err != nil {
 			return err
 		}
 		c.persisted = c.issued
@@ -259,7 +337,7 @@ func (c *Catalog) WriteStore(dir string) error {
 		return err
 	}
 	removeTemporaryFiles(fsys, dir)
-	err = writeStore(fsys, dir, c.capacity, c.current.Load(), c.issued)
+	err = writeSnapshot(fsys, dir, c.capacity, c.current.Load(), c.issued)
 	if cerr := lock.Close(); cerr != nil && err == nil {
 		err = &StoreError{File: filepath.Join(dir, lockFileName), Record: -1, Op: "unlock", Cause: cerr}
 	}
@@ -276,45 +354,126 @@ func sameDirectory(a, b string) bool {
 	return err == nil && os.SameFile(ai, bi)
 }
 
-// writeStore replaces the store in dir with the encoding of pin and the
-// issued high-water mark: write a temporary file, fsync it, rename it over
-// the store, fsync the directory. Before the rename a crash leaves the old
-// store; after it, the new one; the fsyncs make the rename durable only
-// once the data it names is. The caller holds dir's lock.
-func writeStore(fsys fileSystem, dir string, capacity Capacity, pin *Pin, issued uint64) error {
-	data, err := encodeStore(capacity, pin, issued)
+// writeSnapshot replaces the store in dir, whose lock the caller holds,
+// with a compact store of pin and issued.
+func writeSnapshot(fsys fileSystem, dir string, capacity Capacity, pin *Pin, issued uint64) error {
+	data, _, err := encodeSnapshot(capacity, pin, issued)
 	if err != nil {
 		return &StoreError{File: dir, Record: -1, Op: "encode", Cause: err}
 	}
+	f, err := replaceStoreFile(fsys, dir, data)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return &StoreError{File: filepath.Join(dir, StoreFileName), Record: -1, Op: "close", Cause: err}
+	}
+	return nil
+}
+
+// replaceStoreFile replaces the store file in dir with data: write a
+// temporary file, fsync it, rename it over the store, fsync the directory.
+// Before the rename a crash leaves the old store; after it, the new one;
+// the fsyncs make the rename durable only once the data it names is. It
+// returns the new store file, still open. The caller holds dir's lock.
+func replaceStoreFile(fsys fileSystem, dir string, data []byte) (storeFile, error) {
 	if err := fsys.MkdirAll(dir); err != nil {
-		return &StoreError{File: dir, Record: -1, Op: "create directory", Cause: err}
+		return nil, &StoreError{File: dir, Record: -1, Op: "create directory", Cause: err}
 	}
 	f, err := fsys.CreateTemp(dir, tempPattern)
 	if err != nil {
-		return &StoreError{File: dir, Record: -1, Op: "create temporary file", Cause: err}
+		return nil, &StoreError{File: dir, Record: -1, Op: "create temporary file", Cause: err}
 	}
 	tmp := f.Name()
-	fail := func(op string, cause error) error {
-		_ = fsys.Remove(tmp)
-		return &StoreError{File: tmp, Record: -1, Op: op, Cause: cause}
-	}
-	if _, err := f.Write(data); err != nil {
+	fail := func(op string, cause error) (storeFile, error) {
 		_ = f.Close()
+		_ = fsys.Remove(tmp)
+		return nil, &StoreError{File: tmp, Record: -1, Op: op, Cause: cause}
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
 		return fail("write", err)
 	}
 	if err := f.Sync(); err != nil {
-		_ = f.Close()
 		return fail("fsync", err)
-	}
-	if err := f.Close(); err != nil {
-		return fail("close", err)
 	}
 	path := filepath.Join(dir, StoreFileName)
 	if err := fsys.Rename(tmp, path); err != nil {
 		return fail("rename", err)
 	}
 	if err := fsys.SyncDir(dir); err != nil {
-		return &StoreError{File: dir, Record: -1, Op: "fsync directory", Cause: err}
+		_ = f.Close()
+		return nil, &StoreError{File: dir, Record: -1, Op: "fsync directory", Cause: err}
 	}
+	return f, nil
+}
+
+// rewriteLocked replaces the store file with a compact one holding pin,
+// whose deployments' records take live bytes, and issued, and appends to
+// it from then on. After a failure the store has no file to append to, so
+// the next write rewrites again.
+func (s *store) rewriteLocked(capacity Capacity, pin *Pin, issued uint64, live int64) error {
+	s.dropFileLocked()
+	data, chain, err := encodeSnapshot(capacity, pin, issued)
+	if err != nil {
+		return &StoreError{File: s.path, Record: -1, Op: "encode", Cause: err}
+	}
+	f, err := replaceStoreFile(s.fs, s.dir, data)
+	if err != nil {
+		return err
+	}
+	s.file, s.end, s.chain, s.live = f, int64(len(data)), chain, live
+	s.header = int64(len(storeMagic) + frameBytes + len(headerPayload(capacity)))
 	return nil
+}
+
+// dropFileLocked closes the file the store appends to, if any: after a
+// failed write its content past the last commit is unknown, so the next
+// write rewrites the store instead of appending to it.
+func (s *store) dropFileLocked() {
+	if s.file != nil {
+		_ = s.file.Close()
+		s.file = nil
+	}
+}
+
+// commitLocked persists next, the view after changes at next.generation,
+// with issued: one transaction appended to the store file and one fsync.
+// When that would leave more garbage (bytes of replaced and deleted
+// deployments and of old commits) than live data, and at least
+// rewriteFloor of it, or when an earlier write failed, it rewrites the
+// store from next instead. Each rewrite costs the live data once and
+// follows at least that much appended garbage, so a change costs, on
+// average, a constant multiple of what it writes, whatever the catalog's
+// size.
+func (s *store) commitLocked(capacity Capacity, next *Pin, changes []change, issued uint64) error {
+	live := s.live
+	for i := range changes {
+		if old := changes[i].old; old != nil {
+			live -= deploymentBytes(old)
+		}
+		if dep := changes[i].dep; dep != nil {
+			live += deploymentBytes(dep)
+		}
+	}
+	if s.file != nil {
+		tx, chain, err := encodeTransaction(changes, next.generation, issued, s.chain)
+		if err != nil {
+			return &StoreError{File: s.path, Record: -1, Op: "encode", Cause: err}
+		}
+		garbage := s.end + int64(len(tx)) - (s.header + live + commitBytes)
+		if garbage <= max(live, s.rewriteFloor) {
+			if _, err := s.file.WriteAt(tx, s.end); err != nil {
+				s.dropFileLocked()
+				return &StoreError{File: s.path, Record: -1, Op: "write", Cause: err}
+			}
+			if err := s.file.Sync(); err != nil {
+				s.dropFileLocked()
+				return &StoreError{File: s.path, Record: -1, Op: "fsync", Cause: err}
+			}
+			s.end += int64(len(tx))
+			s.chain, s.live = chain, live
+			return nil
+		}
+	}
+	return s.rewriteLocked(capacity, next, issued, live)
 }

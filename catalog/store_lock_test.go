@@ -1,7 +1,7 @@
 package catalog
 
 import (
-	"crypto/sha256"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -380,7 +380,7 @@ func TestGenerationsAreNeverReusedAcrossRestarts(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustDeploy(t, c, weighted("acme", "thumbs", 1))
-		c.store.fs = &failOnceFS{}
+		useFS(c, &faultFS{fail: map[string]error{"write": os.ErrPermission}})
 		spent, err := c.Deploy(weighted("globex", "render", 1))
 		if err == nil {
 			t.Fatal("the injected failure did not fail the deploy")
@@ -422,43 +422,40 @@ func TestGenerationsAreNeverReusedAcrossRestarts(t *testing.T) {
 	})
 }
 
-// reframeHeader re-frames data, a store, with header as its header
-// payload, and reseals it.
-func reframeHeader(t *testing.T, data, header []byte) []byte {
+// rewriteRecord returns the format 3 store data with the payload of its
+// record number index replaced, resealed.
+func rewriteRecord(t *testing.T, data []byte, index int, payload []byte) []byte {
 	t.Helper()
-	frames, ferr := readFrames(data)
-	if ferr != nil {
-		t.Fatal(ferr)
-	}
-	w := &storeWriter{buf: []byte(storeMagic)}
-	w.record(recordHeader, header)
-	for _, f := range frames[1:] {
+	w := &recordWriter{buf: []byte(storeMagic)}
+	at := len(storeMagic)
+	for i := 0; at < len(data); i++ {
+		f, next, torn, ferr := readFrame(data, at, i)
+		if ferr != nil || torn {
+			t.Fatalf("record %d: %+v", i, ferr)
+		}
+		if i == index {
+			f.payload = payload
+		}
 		w.record(f.kind, f.payload)
+		at = next
 	}
-	// reseal fills in the digest.
-	w.record(recordEnd, append(binary.AppendUvarint(nil, uint64(w.records)), make([]byte, sha256.Size)...))
 	return reseal(w.buf)
 }
 
-func TestStoreHeaderHighWaterMark(t *testing.T) {
+func TestStoreHighWaterMark(t *testing.T) {
 	c := New(GenerousCapacity)
 	mustDeploy(t, c, weighted("acme", "thumbs", 1))
 	mustDeploy(t, c, weighted("acme", "thumbs", 2))
-	data, err := encodeStore(GenerousCapacity, c.Pin(), 9)
+	data, chain, err := encodeSnapshot(GenerousCapacity, c.Pin(), 9)
 	if err != nil {
 		t.Fatal(err)
 	}
-	header := func(version uint64, fields ...uint64) []byte {
-		b := binary.AppendUvarint(nil, version)
-		for _, f := range append(fields, GenerousCapacity.MaxRevisions, GenerousCapacity.MaxPolicyBytes, 1) {
-			b = binary.AppendUvarint(b, f)
-		}
-		return b
-	}
+	// Records: 0 header, 1-3 the deployment, 4 the commit.
+	const commit = 4
 	t.Run("the mark survives a reopen", func(t *testing.T) {
-		_, pin, issued, ferr := decodeStore(data)
-		if ferr != nil || pin.Generation() != 2 || issued != 9 {
-			t.Fatalf("decoded generation %v issued %d: %+v", pin, issued, ferr)
+		dec, ferr := decodeStore(data)
+		if ferr != nil || dec.pin.Generation() != 2 || dec.issued != 9 {
+			t.Fatalf("decoded %+v: %+v", dec, ferr)
 		}
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, StoreFileName), data, 0o600); err != nil {
@@ -474,17 +471,36 @@ func TestStoreHeaderHighWaterMark(t *testing.T) {
 		}
 	})
 	t.Run("a version 1 store takes its generation as the mark", func(t *testing.T) {
-		_, pin, issued, ferr := decodeStore(reframeHeader(t, data, header(storeVersion1, 2)))
-		if ferr != nil || pin.Generation() != 2 || issued != 2 {
-			t.Fatalf("version 1 store: generation %v issued %d: %+v", pin, issued, ferr)
+		v1, err := os.ReadFile(filepath.Join("testdata", "legacy-v1.store"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, ferr := decodeStore(v1)
+		if ferr != nil || dec.version != legacyVersion1 || dec.pin.Generation() != 6 || dec.issued != 6 {
+			t.Fatalf("version 1 store: %+v: %+v", dec, ferr)
 		}
 	})
 	t.Run("a mark below the generation is refused", func(t *testing.T) {
-		_, err := openBytes(t, reframeHeader(t, data, header(storeVersion, 2, 1)))
+		_, err := openBytes(t, rewriteRecord(t, data, commit, commitPayload(2, 1, 3, chain)))
 		assertStoreError(t, err, ErrMalformed, "issued generation below")
 	})
+	t.Run("an appended change at or below the mark is refused", func(t *testing.T) {
+		dep, err := compileDeployment(&Deployment{Tenant: "globex", Service: "render", Routes: weighted("x", "y", 1).Routes}, 9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, _, err := encodeTransaction([]change{{key: DeploymentKey{"globex", "render"}, dep: dep}}, 9, 9, chain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = openBytes(t, append(bytes.Clone(data), tx...))
+		assertStoreError(t, err, ErrMalformed, "generation not above every earlier one")
+	})
 	t.Run("an unknown version is refused", func(t *testing.T) {
-		_, err := openBytes(t, reframeHeader(t, data, header(storeVersion+1, 2, 2)))
+		header := binary.AppendUvarint(nil, storeVersion+1)
+		header = binary.AppendUvarint(header, GenerousCapacity.MaxRevisions)
+		header = binary.AppendUvarint(header, GenerousCapacity.MaxPolicyBytes)
+		_, err := openBytes(t, rewriteRecord(t, data, 0, header))
 		assertStoreError(t, err, ErrMalformed, "unsupported format version")
 	})
 }

@@ -2,8 +2,6 @@ package catalog
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"io"
 	"io/fs"
@@ -148,17 +146,37 @@ func storeBytes(t *testing.T) []byte {
 }
 
 // bytesFS serves a store file from memory, so a test can open thousands
-// of damaged variants without writing them.
+// of damaged variants without writing them. Cutting off a torn tail cuts
+// the bytes it holds.
 type bytesFS struct {
 	osFS
-	data []byte
+	data *[]byte
 }
 
-func (b bytesFS) ReadFile(string) ([]byte, error) { return b.data, nil }
+func (b bytesFS) ReadFile(string) ([]byte, error) { return bytes.Clone(*b.data), nil }
 func (b bytesFS) Exists(string) (bool, error)     { return true, nil }
 func (b bytesFS) Glob(string) ([]string, error)   { return nil, nil }
 func (b bytesFS) Remove(string) error             { return nil }
 func (b bytesFS) Lock(string) (io.Closer, error)  { return nopLock{}, nil }
+func (b bytesFS) OpenFile(name string) (storeFile, error) {
+	return memFile{name: name, data: b.data}, nil
+}
+
+type memFile struct {
+	name string
+	data *[]byte
+}
+
+func (m memFile) WriteAt(p []byte, off int64) (int, error) {
+	if end := int(off) + len(p); end > len(*m.data) {
+		*m.data = append(*m.data, make([]byte, end-len(*m.data))...)
+	}
+	return copy((*m.data)[off:], p), nil
+}
+func (m memFile) Truncate(size int64) error { *m.data = (*m.data)[:size]; return nil }
+func (m memFile) Sync() error               { return nil }
+func (m memFile) Close() error              { return nil }
+func (m memFile) Name() string              { return m.name }
 
 type nopLock struct{}
 
@@ -167,7 +185,8 @@ func (nopLock) Close() error { return nil }
 // openBytes opens data as the content of a store file.
 func openBytes(t *testing.T, data []byte) (*Catalog, error) {
 	t.Helper()
-	return open(bytesFS{data: data}, filepath.Join("testdata-in-memory", "store"))
+	data = bytes.Clone(data)
+	return open(bytesFS{data: &data}, filepath.Join("testdata-in-memory", "store"))
 }
 
 func TestOpenRefusesADamagedFileOnDisk(t *testing.T) {
@@ -184,7 +203,8 @@ func TestOpenRefusesADamagedFileOnDisk(t *testing.T) {
 	}
 	_, err = Open(dir)
 	assertStoreError(t, err, ErrChecksumMismatch, path+": record ")
-	if err := os.WriteFile(path, data[:len(data)/2], 0o600); err != nil {
+	// A store cut inside its first transaction never committed anything.
+	if err := os.WriteFile(path, data[:len(storeMagic)+frameBytes+10], 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Open(dir)
@@ -210,32 +230,37 @@ func TestOpenRefusesAMissingStore(t *testing.T) {
 	}
 }
 
-func TestOpenRefusesEveryTruncation(t *testing.T) {
-	data := storeBytes(t)
-	for n := range len(data) {
-		c, err := openBytes(t, data[:n])
-		if c != nil {
-			t.Fatalf("a store truncated to %d of %d bytes opened", n, len(data))
+// TestEveryTruncationOpensAtTheLastCommitBeforeIt cuts a store that holds
+// a history of appended changes at every byte. Before the end of the first
+// commit the store refuses to open; after it, it opens at exactly the
+// last commit before the cut (a crash can only cut the change in flight:
+// every earlier one was fsynced), and cuts the torn tail off.
+func TestEveryTruncationOpensAtTheLastCommitBeforeIt(t *testing.T) {
+	log := logWithHistory(t)
+	for n := range len(log.data) + 1 {
+		c, err := openBytes(t, log.data[:n])
+		at := log.lastCommitAt(n)
+		if at < 0 {
+			if c != nil {
+				t.Fatalf("a store cut to %d of %d bytes, before its first commit, opened", n, len(log.data))
+			}
+			assertStoreError(t, err, ErrTruncated, "truncated")
+			continue
 		}
-		assertStoreError(t, err, ErrTruncated, "truncated")
-	}
-}
-
-// lengthFields returns the offsets of the record length fields of data.
-func lengthFields(data []byte) map[int]bool {
-	fields := map[int]bool{}
-	for at := len(storeMagic); at+frameBytes <= len(data); {
-		for i := 1; i <= 4; i++ {
-			fields[at+i] = true
+		if err != nil {
+			t.Fatalf("a store cut to %d bytes (commit %d ends at %d): %v", n, at, log.commits[at].end, err)
 		}
-		at += frameBytes + int(binary.BigEndian.Uint32(data[at+1:]))
+		if got := snapshotView(t, c.Pin()); !equalViews(got, log.commits[at].view) {
+			t.Fatalf("a store cut to %d bytes opened at generation %d, want %d", n, got.Generation, log.commits[at].view.Generation)
+		}
+		if c.store.end != int64(log.commits[at].end) {
+			t.Fatalf("a store cut to %d bytes appends at %d, want %d", n, c.store.end, log.commits[at].end)
+		}
 	}
-	return fields
 }
 
 func TestOpenRefusesEveryFlippedByte(t *testing.T) {
-	data := storeBytes(t)
-	lengths := lengthFields(data)
+	data := logWithHistory(t).data
 	for i := range data {
 		damaged := bytes.Clone(data)
 		damaged[i] ^= 0x20
@@ -243,33 +268,28 @@ func TestOpenRefusesEveryFlippedByte(t *testing.T) {
 		if c != nil {
 			t.Fatalf("a store with byte %d flipped opened", i)
 		}
-		switch {
-		case i < len(storeMagic):
+		if i < len(storeMagic) {
 			assertStoreError(t, err, ErrMalformed, "not a catalog store")
-		case lengths[i]:
-			// A damaged length misframes the rest; any refusal will do.
-			var se *StoreError
-			if !errors.As(err, &se) {
-				t.Fatalf("byte %d (a length): %v", i, err)
-			}
-		default:
-			assertStoreError(t, err, ErrChecksumMismatch, "checksum mismatch")
+			continue
 		}
+		// A flip in a length or a kind fails the record header's CRC; a
+		// flip anywhere else fails the record's SHA-256.
+		assertStoreError(t, err, ErrChecksumMismatch, "checksum mismatch")
 	}
 }
 
 func TestOpenRefusesContentItsChecksumsDoNotExplain(t *testing.T) {
 	data := storeBytes(t)
-	endStart := len(data) - frameBytes - 1 - sha256.Size
+	garbage := bytes.Repeat([]byte{0xa5}, 64)
 	tests := []struct {
 		name   string
 		data   []byte
 		detail string
 	}{
-		{"trailing data", append(bytes.Clone(data), 0), "data after the end record"},
+		{"bytes after the last commit that no writer wrote", append(bytes.Clone(data), garbage...), "record header"},
 		{"a foreign file", []byte("{\"deployments\": []}"), "not a catalog store"},
 		{"an empty file", nil, "truncated"},
-		{"a store without its end record", data[:endStart], "truncated"},
+		{"a header alone", data[:len(storeMagic)+frameBytes+len(headerPayload(goodFile(t).Capacity))], "ends before the first commit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -288,7 +308,7 @@ func TestOpenRefusesWellFramedInvalidContent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return emptyPin(0).with(dep, 1), dep
+		return emptyPin(0).apply([]change{{key: DeploymentKey{"acme", "thumbs"}, dep: dep}}, 1), dep
 	}
 	tests := []struct {
 		name     string
@@ -310,7 +330,7 @@ func TestOpenRefusesWellFramedInvalidContent(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pin, dep := valid()
 			tt.mutate(pin, dep)
-			data, err := encodeStore(tt.capacity, pin, pin.generation)
+			data, _, err := encodeSnapshot(tt.capacity, pin, pin.generation)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,78 +1,277 @@
 package catalog
 
-import "bytes"
+import (
+	"bytes"
+	"crypto/sha256"
+)
 
-// decodeStore rebuilds a catalog view, and the highest generation the
-// catalog had handed out, from store bytes. Every deployment goes through
-// the same compilation (and so the same validation) as a Deploy; a store
-// that fails any check yields no view at all.
-func decodeStore(data []byte) (Capacity, *Pin, uint64, *formatError) {
-	frames, ferr := readFrames(data)
-	if ferr != nil {
-		return Capacity{}, nil, 0, ferr
-	}
-	if len(frames) == 0 || frames[0].kind != recordHeader {
-		return Capacity{}, nil, 0, formatFailure(0, ErrMalformed, "expected the header record")
-	}
-	hr := &reader{b: frames[0].payload}
-	version := hr.uvarint()
-	if version != storeVersion && version != storeVersion1 {
-		return Capacity{}, nil, 0, formatFailure(0, ErrMalformed, "unsupported format version")
-	}
-	generation := hr.uvarint()
-	issued := generation
-	if version != storeVersion1 {
-		issued = hr.uvarint()
-	}
-	capacity := Capacity{MaxRevisions: hr.uvarint(), MaxPolicyBytes: hr.uvarint()}
-	count := hr.uvarint()
-	if hr.end() != nil {
-		return Capacity{}, nil, 0, formatFailure(0, ErrMalformed, "bad header record")
-	}
-	if issued < generation {
-		return Capacity{}, nil, 0, formatFailure(0, ErrMalformed, "issued generation below the catalog's")
-	}
-	sr := &storeReader{frames: frames, next: 1}
-	pin := emptyPin(generation)
-	generations := map[uint64]bool{}
-	for d := uint64(0); d < count; d++ {
-		at := sr.next
-		dep, ferr := sr.deployment()
-		if ferr != nil {
-			return Capacity{}, nil, 0, ferr
-		}
-		key := DeploymentKey{dep.tenant, dep.service}
-		switch {
-		case dep.generation == 0 || dep.generation > generation:
-			return Capacity{}, nil, 0, formatFailure(at, ErrMalformed, "deployment generation outside the catalog's")
-		case generations[dep.generation]:
-			return Capacity{}, nil, 0, formatFailure(at, ErrMalformed, "deployment generation repeated")
-		case pin.deployments[key] != nil:
-			return Capacity{}, nil, 0, formatFailure(at, ErrMalformed, "deployment repeated")
-		}
-		generations[dep.generation] = true
-		pin.deployments[key] = dep
-		pin.usage.Revisions += dep.usage.Revisions
-		pin.usage.PolicyBytes += dep.usage.PolicyBytes
-	}
-	if sr.next != len(frames) {
-		return Capacity{}, nil, 0, formatFailure(sr.next, ErrMalformed, "unexpected record")
-	}
-	if pin.usage.Revisions > capacity.MaxRevisions || pin.usage.PolicyBytes > capacity.MaxPolicyBytes {
-		return Capacity{}, nil, 0, formatFailure(-1, ErrMalformed, "deployments exceed the capacity")
-	}
-	return capacity, pin, issued, nil
+// decodedStore is what a store file holds: the view at its last commit,
+// and where that commit ends.
+type decodedStore struct {
+	capacity Capacity
+	pin      *Pin
+	issued   uint64
+	version  uint64
+	// chain is the last commit's chain digest (format 3 only).
+	chain [sha256.Size]byte
+	// end is the offset after the last commit; bytes after it are a torn
+	// tail, an append that never committed (format 3 only).
+	end int
 }
 
+// decodeStore rebuilds a catalog view, and the highest generation the
+// catalog had handed out, from store bytes of any supported version. Every
+// deployment goes through the same compilation (and so the same
+// validation) as a Deploy; a store that fails any check yields no view at
+// all. A format 3 store may end in a torn tail, which is left out.
+func decodeStore(data []byte) (*decodedStore, *formatError) {
+	if len(data) < len(storeMagic) {
+		if bytes.HasPrefix([]byte(storeMagic), data) || bytes.HasPrefix([]byte(legacyMagic), data) {
+			return nil, formatFailure(-1, ErrTruncated, "shorter than the file header")
+		}
+		return nil, formatFailure(-1, ErrMalformed, "not a catalog store")
+	}
+	switch string(data[:len(storeMagic)]) {
+	case storeMagic:
+		return decodeLog(data)
+	case legacyMagic:
+		return decodeLegacyStore(data)
+	}
+	return nil, formatFailure(-1, ErrMalformed, "not a catalog store")
+}
+
+func decodeLog(data []byte) (*decodedStore, *formatError) {
+	at := len(storeMagic)
+	header, at, torn, ferr := readFrame(data, at, 0)
+	switch {
+	case ferr != nil:
+		return nil, ferr
+	case torn:
+		return nil, formatFailure(0, ErrTruncated, "ends before the first commit")
+	case header.kind != recordHeader:
+		return nil, formatFailure(0, ErrMalformed, "expected the header record")
+	}
+	hr := &reader{b: header.payload}
+	version := hr.uvarint()
+	capacity := Capacity{MaxRevisions: hr.uvarint(), MaxPolicyBytes: hr.uvarint()}
+	if version != storeVersion {
+		return nil, formatFailure(0, ErrMalformed, "unsupported format version")
+	}
+	if hr.end() != nil {
+		return nil, formatFailure(0, ErrMalformed, "bad header record")
+	}
+	out := &decodedStore{capacity: capacity, version: version, chain: sha256.Sum256(data[:at])}
+	b := newViewBuilder(capacity)
+	index := 1
+	for first := true; ; first = false {
+		if at == len(data) && !first {
+			break
+		}
+		// A transaction: its records up to and including the commit. None
+		// of it is interpreted until the commit has checked.
+		txStart, txIndex := at, index
+		var records []frame
+		var commit frame
+		commitAt := 0
+		for {
+			f, next, torn, ferr := readFrame(data, at, index)
+			if ferr != nil {
+				return nil, ferr
+			}
+			if torn {
+				if first {
+					return nil, formatFailure(index, ErrTruncated, "ends before the first commit")
+				}
+				out.pin, out.issued = b.pin(), b.issued
+				return out, nil
+			}
+			at, index = next, index+1
+			if f.kind == recordCommit {
+				commit, commitAt = f, index-1
+				break
+			}
+			records = append(records, f)
+		}
+		cr := &reader{b: commit.payload}
+		generation, issued, count := cr.uvarint(), cr.uvarint(), cr.uvarint()
+		if cr.err != nil || len(cr.b) != sha256.Size {
+			return nil, formatFailure(commitAt, ErrMalformed, "bad commit record")
+		}
+		if count != uint64(len(records)) {
+			return nil, formatFailure(commitAt, ErrMalformed, "record count mismatch")
+		}
+		chain := chainNext(out.chain, data[txStart:at-frameBytes-len(commit.payload)])
+		if !bytes.Equal(chain[:], cr.b) {
+			return nil, formatFailure(commitAt, ErrChecksumMismatch, "chain digest")
+		}
+		var ferr *formatError
+		if first {
+			ferr = b.snapshot(records, txIndex, generation)
+		} else {
+			ferr = b.transaction(records, txIndex, generation)
+		}
+		if ferr == nil {
+			ferr = b.commit(generation, issued, commitAt)
+		}
+		if ferr != nil {
+			return nil, ferr
+		}
+		out.chain, out.end = chain, at
+	}
+	out.pin, out.issued = b.pin(), b.issued
+	return out, nil
+}
+
+// viewBuilder applies the transactions of a store to a view under one
+// edit token: nothing it builds is visible before it is done, and a store
+// that fails a check is refused whole.
+type viewBuilder struct {
+	capacity   Capacity
+	index      index
+	usage      Usage
+	edit       uint64
+	generation uint64 // of the last commit
+	issued     uint64 // of the last commit
+	committed  bool
+	// latest is the generation of the snapshot's last deployment so far:
+	// a snapshot lists them oldest first (one Apply gives many deployments
+	// one generation).
+	latest uint64
+}
+
+func newViewBuilder(capacity Capacity) *viewBuilder {
+	return &viewBuilder{capacity: capacity, index: emptyIndex(), edit: newEditToken()}
+}
+
+func (b *viewBuilder) pin() *Pin {
+	return &Pin{generation: b.generation, index: b.index, usage: b.usage}
+}
+
+func (b *viewBuilder) put(dep *deployment) {
+	var old *deployment
+	b.index, old = b.index.put(keyHash(dep.tenant, dep.service), dep, b.edit)
+	if old != nil {
+		b.usage.Revisions -= old.usage.Revisions
+		b.usage.PolicyBytes -= old.usage.PolicyBytes
+	}
+	b.usage.Revisions += dep.usage.Revisions
+	b.usage.PolicyBytes += dep.usage.PolicyBytes
+}
+
+// snapshotDeployment adds dep, read from record at of a snapshot committed
+// at generation.
+func (b *viewBuilder) snapshotDeployment(dep *deployment, generation uint64, at int) *formatError {
+	switch {
+	case dep.generation == 0 || dep.generation > generation:
+		return formatFailure(at, ErrMalformed, "deployment generation outside the catalog's")
+	case dep.generation < b.latest:
+		return formatFailure(at, ErrMalformed, "deployment generations out of order")
+	case b.index.get(keyHash(dep.tenant, dep.service), dep.tenant, dep.service) != nil:
+		return formatFailure(at, ErrMalformed, "deployment repeated")
+	}
+	b.put(dep)
+	b.latest = dep.generation
+	return nil
+}
+
+// snapshot applies the records of the first transaction, which hold every
+// deployment of the view at its own generation, oldest first.
+func (b *viewBuilder) snapshot(records []frame, base int, generation uint64) *formatError {
+	sr := &storeReader{frames: records, base: base}
+	for sr.next < len(records) {
+		at := base + sr.next
+		dep, ferr := sr.deployment()
+		if ferr != nil {
+			return ferr
+		}
+		if ferr := b.snapshotDeployment(dep, generation, at); ferr != nil {
+			return ferr
+		}
+	}
+	return nil
+}
+
+// transaction applies the records of a later transaction, one change at
+// generation: deployments at that generation and deletes, each pair at
+// most once.
+func (b *viewBuilder) transaction(records []frame, base int, generation uint64) *formatError {
+	if generation <= b.issued {
+		return formatFailure(base+len(records), ErrMalformed, "generation not above every earlier one")
+	}
+	if len(records) == 0 {
+		return formatFailure(base, ErrMalformed, "empty transaction")
+	}
+	touched := make(map[DeploymentKey]bool)
+	sr := &storeReader{frames: records, base: base}
+	for sr.next < len(records) {
+		at := base + sr.next
+		var key DeploymentKey
+		switch records[sr.next].kind {
+		case recordDeploy:
+			dep, ferr := sr.deployment()
+			if ferr != nil {
+				return ferr
+			}
+			if dep.generation != generation {
+				return formatFailure(at, ErrMalformed, "deployment generation is not its commit's")
+			}
+			key = DeploymentKey{dep.tenant, dep.service}
+			if touched[key] {
+				return formatFailure(at, ErrMalformed, "deployment repeated")
+			}
+			b.put(dep)
+		case recordDelete:
+			r := &reader{b: records[sr.next].payload}
+			key = DeploymentKey{Tenant: r.string(), Service: r.string()}
+			if r.end() != nil || !bytes.Equal(deletePayload(key), records[sr.next].payload) {
+				return formatFailure(at, ErrMalformed, "bad delete record")
+			}
+			sr.next++
+			if touched[key] {
+				return formatFailure(at, ErrMalformed, "deployment repeated")
+			}
+			var old *deployment
+			b.index, old = b.index.remove(keyHash(key.Tenant, key.Service), key.Tenant, key.Service, b.edit)
+			if old == nil {
+				return formatFailure(at, ErrMalformed, "delete of a deployment that is not there")
+			}
+			b.usage.Revisions -= old.usage.Revisions
+			b.usage.PolicyBytes -= old.usage.PolicyBytes
+		default:
+			return formatFailure(at, ErrMalformed, "unexpected record")
+		}
+		touched[key] = true
+	}
+	return nil
+}
+
+// commit checks the view after a transaction committed at generation with
+// the highest generation handed out issued, from record at.
+func (b *viewBuilder) commit(generation, issued uint64, at int) *formatError {
+	switch {
+	case issued < generation:
+		return formatFailure(at, ErrMalformed, "issued generation below the catalog's")
+	case b.committed && generation <= b.issued:
+		return formatFailure(at, ErrMalformed, "generation not above every earlier one")
+	case b.usage.Revisions > b.capacity.MaxRevisions || b.usage.PolicyBytes > b.capacity.MaxPolicyBytes:
+		return formatFailure(-1, ErrMalformed, "deployments exceed the capacity")
+	}
+	b.generation, b.issued, b.committed = generation, issued, true
+	return nil
+}
+
+// storeReader reads deployments from a run of records; base is the file
+// index of frames[0].
 type storeReader struct {
 	frames []frame
 	next   int
+	base   int
 }
 
 // take returns the next record if it is of the wanted kind.
 func (s *storeReader) take(kind byte, what string) (*reader, int, *formatError) {
 	if s.next >= len(s.frames) || s.frames[s.next].kind != kind {
-		return nil, s.next, formatFailure(s.next, ErrMalformed, "expected a "+what+" record")
+		return nil, s.next, formatFailure(s.base+s.next, ErrMalformed, "expected a "+what+" record")
 	}
 	s.next++
 	return &reader{b: s.frames[s.next-1].payload}, s.next - 1, nil
@@ -82,6 +281,7 @@ func (s *storeReader) take(kind byte, what string) (*reader, int, *formatError) 
 // records. Counts are not trusted for allocation: each item consumes a
 // record, so the loops end with the records.
 func (s *storeReader) deployment() (*deployment, *formatError) {
+	start := s.next
 	r, at, ferr := s.take(recordDeploy, "deployment")
 	if ferr != nil {
 		return nil, ferr
@@ -90,9 +290,8 @@ func (s *storeReader) deployment() (*deployment, *formatError) {
 	generation := r.uvarint()
 	routes := r.uvarint()
 	if r.end() != nil {
-		return nil, formatFailure(at, ErrMalformed, "bad deployment record")
+		return nil, formatFailure(s.base+at, ErrMalformed, "bad deployment record")
 	}
-	var revisionRecords []int
 	for i := uint64(0); i < routes; i++ {
 		rr, rat, ferr := s.take(recordRoute, "route")
 		if ferr != nil {
@@ -101,7 +300,7 @@ func (s *storeReader) deployment() (*deployment, *formatError) {
 		rt := Route{Name: rr.string(), Contract: rr.string(), Function: rr.string()}
 		revisions := rr.uvarint()
 		if rr.end() != nil {
-			return nil, formatFailure(rat, ErrMalformed, "bad route record")
+			return nil, formatFailure(s.base+rat, ErrMalformed, "bad route record")
 		}
 		for j := uint64(0); j < revisions; j++ {
 			vr, vat, ferr := s.take(recordRevision, "revision")
@@ -110,28 +309,29 @@ func (s *storeReader) deployment() (*deployment, *formatError) {
 			}
 			rev, err := readRevisionRecord(vr.b)
 			if err != nil {
-				return nil, formatFailure(vat, ErrMalformed, "bad revision record")
+				return nil, formatFailure(s.base+vat, ErrMalformed, "bad revision record")
 			}
 			rt.Revisions = append(rt.Revisions, rev)
-			revisionRecords = append(revisionRecords, vat)
 		}
 		spec.Routes = append(spec.Routes, rt)
 	}
 	dep, err := compileDeployment(&spec, generation)
 	if err != nil {
-		return nil, formatFailure(at, ErrMalformed, "invalid deployment")
+		return nil, formatFailure(s.base+at, ErrMalformed, "invalid deployment")
 	}
 	// The writer only writes normalized records; anything else was not
 	// written by it, and would not survive a rewrite byte for byte.
-	k := 0
-	for i := range dep.routes {
-		for j := range dep.routes[i].revisions {
-			want := appendRevisionRecord(nil, &dep.routes[i].revisions[j].spec)
-			if !bytes.Equal(want, s.frames[revisionRecords[k]].payload) {
-				return nil, formatFailure(revisionRecords[k], ErrMalformed, "non-canonical revision record")
+	k := start
+	var canonical *formatError
+	deploymentPayloads(dep, func(_ byte, payload []byte) {
+		if canonical == nil && !bytes.Equal(payload, s.frames[k].payload) {
+			detail := "non-canonical revision record"
+			if s.frames[k].kind != recordRevision {
+				detail = "non-canonical record"
 			}
-			k++
+			canonical = formatFailure(s.base+k, ErrMalformed, detail)
 		}
-	}
-	return dep, nil
+		k++
+	})
+	return dep, canonical
 }

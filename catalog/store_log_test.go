@@ -1,0 +1,340 @@
+package catalog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// commitPoint is the store file length right after one commit and the
+// view it committed.
+type commitPoint struct {
+	end  int
+	view view
+}
+
+type logHistory struct {
+	data    []byte
+	commits []commitPoint // in file order
+}
+
+// lastCommitAt returns the index of the last commit that ends at or before
+// n bytes, or -1.
+func (h *logHistory) lastCommitAt(n int) int {
+	at := -1
+	for i, c := range h.commits {
+		if c.end <= n {
+			at = i
+		}
+	}
+	return at
+}
+
+// logWithHistory builds a store through appends only: good.json deployed
+// one by one, a replacement, a delete and an Apply, recording the file
+// length and the view after each commit.
+func logWithHistory(t testing.TB) *logHistory {
+	t.Helper()
+	dir := t.TempDir()
+	f := goodFile(t)
+	c, err := Create(dir, f.Capacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &logHistory{}
+	record := func() {
+		t.Helper()
+		info, err := os.Stat(filepath.Join(dir, StoreFileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.commits = append(h.commits, commitPoint{end: int(info.Size()), view: snapshotView(t, c.Pin())})
+	}
+	record()
+	for _, d := range f.Deployments {
+		mustDeploy(t, c, d)
+		record()
+	}
+	replacement := f.Deployments[0]
+	replacement.Routes = replacement.Routes[:2]
+	mustDeploy(t, c, replacement)
+	record()
+	if _, err := c.Delete("initech", "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	record()
+	if _, err := c.Apply(Changes{
+		Deploy: []Deployment{weighted("umbrella", "a", 1), weighted("umbrella", "b", 2, 1)},
+		Delete: []DeploymentKey{{"globex", "render"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	record()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if h.data, err = os.ReadFile(filepath.Join(dir, StoreFileName)); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.data) != h.commits[len(h.commits)-1].end {
+		t.Fatalf("Close changed a store that had no failed write: %d bytes, last commit at %d", len(h.data), h.commits[len(h.commits)-1].end)
+	}
+	return h
+}
+
+// TestATornTailOfZerosIsDropped is the other shape of an interrupted
+// append: the file grew, but from some byte of the last transaction on its
+// data never reached the disk and reads as zeros.
+func TestATornTailOfZerosIsDropped(t *testing.T) {
+	log := logWithHistory(t)
+	last := len(log.commits) - 1
+	start, end := log.commits[last-1].end, log.commits[last].end
+	for n := start; n < end; n++ {
+		data := bytes.Clone(log.data)
+		clear(data[n:])
+		// Data that ends in zeros only from the last record's checksum on
+		// is torn; zeros that start inside a record's body with a
+		// well-formed checksum after them are damage.
+		c, err := openBytes(t, append(data, make([]byte, 100)...))
+		if err != nil {
+			t.Fatalf("the last transaction zeroed from byte %d of %d..%d: %v", n, start, end, err)
+		}
+		if got := snapshotView(t, c.Pin()); !equalViews(got, log.commits[last-1].view) {
+			t.Fatalf("zeroed from byte %d: opened at generation %d, want %d", n, got.Generation, log.commits[last-1].view.Generation)
+		}
+	}
+}
+
+func TestOpenCutsATornTailOffAndAppendsAfterTheLastCommit(t *testing.T) {
+	log := logWithHistory(t)
+	last := len(log.commits) - 1
+	cut := (log.commits[last-1].end + log.commits[last].end) / 2
+	dir := t.TempDir()
+	path := filepath.Join(dir, StoreFileName)
+	if err := os.WriteFile(path, log.data[:cut], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(path); err != nil || info.Size() != int64(log.commits[last-1].end) {
+		t.Fatalf("the torn tail was not cut off: %v %v", info.Size(), err)
+	}
+	g := mustDeploy(t, c, weighted("acme", "after", 1))
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, got, ok := c.Pin().Deployment("acme", "after"); !ok || got != g || c.Generation() != g {
+		t.Fatalf("the deploy after the torn tail: %d %v at %d", got, ok, c.Generation())
+	}
+}
+
+func TestADeployAppendsOnlyWhatChanged(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Create(dir, GenerousCapacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	path := filepath.Join(dir, StoreFileName)
+	size := func() int64 {
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Size()
+	}
+	var grew []int64
+	for i := range 50 {
+		before := size()
+		mustDeploy(t, c, weighted(fmt.Sprintf("tenant-%03d", i), "svc", 3, 1))
+		grew = append(grew, size()-before)
+	}
+	// Every deploy of a same-sized deployment appends the same bytes, however
+	// many the store already holds.
+	for i, g := range grew {
+		if g != grew[0] {
+			t.Fatalf("deploy %d appended %d bytes, the first %d", i, g, grew[0])
+		}
+	}
+	want := deploymentBytes(c.Pin().lookup("tenant-000", "svc"))
+	if grew[0] < want || grew[0] > want+commitBytes {
+		t.Fatalf("a deploy appended %d bytes for a deployment of %d", grew[0], want)
+	}
+}
+
+// TestRewritesKeepGarbageBelowTheLiveSet replaces and deletes deployments
+// until the store has rewritten itself several times; the file never holds
+// more garbage than live data (plus one change), and every reopen on the
+// way is the catalog as it was.
+func TestRewritesKeepGarbageBelowTheLiveSet(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Create(dir, GenerousCapacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.store.rewriteFloor = 0
+	path := filepath.Join(dir, StoreFileName)
+	rewrites := 0
+	var last int64
+	sample, err := compileDeployment(&Deployment{Tenant: "acme", Service: "svc-00", Routes: weighted("acme", "svc-00", 1, 1).Routes}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	change := deploymentBytes(sample) + commitBytes
+	for i := range 300 {
+		key := fmt.Sprintf("svc-%02d", i%20)
+		if i%7 == 6 {
+			if _, err := c.Delete("acme", key); err != nil && !errors.Is(err, ErrNotDeployed) {
+				t.Fatal(err)
+			}
+		} else {
+			mustDeploy(t, c, weighted("acme", key, uint64(1+i%3), 1))
+		}
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Size() < last {
+			rewrites++
+		}
+		last = info.Size()
+		live := c.store.header + c.store.live + commitBytes
+		if garbage := info.Size() - live; garbage > c.store.live+2*change {
+			t.Fatalf("after change %d the store holds %d bytes, %d of them live", i, info.Size(), live)
+		}
+		if info.Size() != c.store.end {
+			t.Fatalf("file %d bytes, the store appends at %d", info.Size(), c.store.end)
+		}
+		if i%50 == 49 {
+			want := snapshotView(t, c.Pin())
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if c, err = Open(dir); err != nil {
+				t.Fatal(err)
+			}
+			c.store.rewriteFloor = 0
+			if got := snapshotView(t, c.Pin()); !equalViews(got, want) {
+				t.Fatalf("reopened after change %d at generation %d, want %d", i, got.Generation, want.Generation)
+			}
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rewrites < 3 {
+		t.Fatalf("%d rewrites in 300 changes to 20 deployments", rewrites)
+	}
+}
+
+// TestOpenMigratesEarlierFormats opens stores written by format versions 1
+// and 2 (testdata, written by the release before format 3 from the
+// history of storeWithHistory), and checks that they open as that
+// catalog, are rewritten in the current format, and carry on.
+func TestOpenMigratesEarlierFormats(t *testing.T) {
+	want := snapshotView(t, storeWithHistory(t, t.TempDir()).Pin())
+	for _, tt := range []struct {
+		file       string
+		version    uint64
+		nextIssued uint64
+	}{
+		{"legacy-v1.store", legacyVersion1, 7},
+		{"legacy-v2.store", legacyVersion2, 7},
+		{"legacy-v2-mark9.store", legacyVersion2, 10},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dec, ferr := decodeStore(data); ferr != nil || dec.version != tt.version {
+				t.Fatalf("fixture: %+v %+v", dec, ferr)
+			}
+			dir := t.TempDir()
+			path := filepath.Join(dir, StoreFileName)
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := snapshotView(t, c.Pin()); !reflect.DeepEqual(got, want) {
+				t.Fatalf("migrated catalog differs:\n got %+v\nwant %+v", got, want)
+			}
+			migrated, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(migrated, []byte(storeMagic)) {
+				t.Fatal("Open did not rewrite the store in the current format")
+			}
+			if g := mustDeploy(t, c, weighted("acme", "after", 1)); g != tt.nextIssued {
+				t.Fatalf("first generation after the migration %d, want %d", g, tt.nextIssued)
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			again, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer again.Close()
+			if again.Generation() != tt.nextIssued || again.Pin().Len() != len(want.Deployments)+1 {
+				t.Fatalf("reopened after the migration at %d with %d deployments", again.Generation(), again.Pin().Len())
+			}
+		})
+	}
+	t.Run("a damaged earlier store is refused, not migrated", func(t *testing.T) {
+		data, err := os.ReadFile(filepath.Join("testdata", "legacy-v2.store"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[len(data)/2] ^= 1
+		dir := t.TempDir()
+		path := filepath.Join(dir, StoreFileName)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Open(dir)
+		assertStoreError(t, err, ErrChecksumMismatch, "checksum mismatch")
+		if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
+			t.Fatal("a refused store was changed")
+		}
+	})
+	t.Run("a failed migration leaves the earlier store", func(t *testing.T) {
+		data, err := os.ReadFile(filepath.Join("testdata", "legacy-v2.store"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		path := filepath.Join(dir, StoreFileName)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err = open(&faultFS{fail: map[string]error{"rename": os.ErrPermission}}, dir)
+		var se *StoreError
+		if !errors.As(err, &se) || se.Op != "migrate: rename" {
+			t.Fatalf("Open = %v, want a failed migration", err)
+		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
+			t.Fatal("a failed migration changed the store")
+		}
+		c, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.Close()
+	})
+}
