@@ -53,10 +53,12 @@
 //
 // # Errors
 //
-// Every rejection is one of the preallocated [*Error] values (see
-// [AllErrors]), found with errors.As. Its fields and text come from fixed
-// vocabulary only: no identifier, tenant, subject, attribute, number or
-// load reading ever appears.
+// Every rejection is an [Error]: a small value naming one row of a table
+// built before the first request (see [AllErrors]), found with errors.As
+// into a core.Error and read through its methods, so returning one
+// allocates nothing and no caller can change what another sees. Its
+// fields and text come from fixed vocabulary only: no identifier, tenant,
+// subject, attribute, number or load reading ever appears.
 //
 // # Permits
 //

@@ -32,12 +32,11 @@ func NewLocalQuotaProvider(p *policy.NodeAdmissionPolicy) (*LocalQuotaProvider, 
 	if err != nil {
 		return nil, err
 	}
-	return NewLocalQuotaProviderCompiled(compiled), nil
+	return newProvider(compiled), nil
 }
 
-// NewLocalQuotaProviderCompiled builds a provider from an already compiled
-// policy.
-func NewLocalQuotaProviderCompiled(c *policy.Compiled) *LocalQuotaProvider {
+// newProvider builds a provider from a compiled policy.
+func newProvider(c *policy.Compiled) *LocalQuotaProvider {
 	pr := &LocalQuotaProvider{
 		policy:  c,
 		node:    c.Node(),
