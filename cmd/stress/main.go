@@ -8,7 +8,7 @@
 //	go run ./cmd/stress [-duration 10s] [-workers N] [-seed S]
 //	                    [-policy FILE] [-catalog FILE]
 //	                    [-cpuprofile FILE] [-memprofile FILE] [-pipeline]
-//	                    [-load synthetic|psi]
+//	                    [-load synthetic|psi] [-report FILE.html]
 //
 // With -pipeline the accepted work also runs: through the fair scheduler,
 // the fixed cell pool and the runner with a synthetic backend that acts
@@ -18,6 +18,13 @@
 // With -load psi the node's real load sampler (node/loadsampler) reads
 // this machine's PSI and cgroup instead of the synthetic samples, and the
 // soak prints the sources it used.
+//
+// With -report the soak also writes its report as one self-contained
+// HTML page (inline CSS and SVG charts, nothing fetched): admitted and
+// rejected per second, the admit-latency histogram on log-scale buckets,
+// rejections by reason, the peak of live reservations against the limits,
+// and the resource counts and invariants with a pass or fail mark each.
+// The text report is printed as before.
 package main
 
 import (
@@ -50,6 +57,7 @@ type config struct {
 	memProfile string
 	pipeline   bool
 	load       string // loadSynthetic or loadPSI
+	report     string // the HTML report's path, or ""
 }
 
 func main() {
@@ -69,11 +77,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.memProfile, "memprofile", "", "write an allocation profile to FILE at the end")
 	fs.BoolVar(&cfg.pipeline, "pipeline", false, "soak the full pipeline: admission, scheduler, cell pool and runner")
 	fs.StringVar(&cfg.load, "load", loadSynthetic, "load samples: synthetic, or psi for the real sampler over this machine")
+	fs.StringVar(&cfg.report, "report", "", "also write the report as a self-contained HTML page to FILE")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if cfg.load != loadSynthetic && cfg.load != loadPSI {
 		fmt.Fprintln(stderr, "stress: -load must be synthetic or psi")
+		return 2
+	}
+	if cfg.report != "" && cfg.pipeline {
+		fmt.Fprintln(stderr, "stress: -report is for the admission soak; -pipeline prints its report as text only")
 		return 2
 	}
 	if cfg.duration <= 0 || cfg.workers <= 0 {
@@ -114,6 +127,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	rep := s.run()
 	rep.print(stdout)
+	if cfg.report != "" {
+		if err := rep.writeHTML(cfg.report); err != nil {
+			fmt.Fprintf(stderr, "stress: -report: %v\n", err)
+			return 2
+		}
+		fmt.Fprintf(stderr, "stress: report written to %s\n", cfg.report)
+	}
 	if cfg.memProfile != "" {
 		if err := writeHeapProfile(cfg.memProfile); err != nil {
 			fmt.Fprintf(stderr, "stress: %v\n", err)

@@ -71,6 +71,16 @@ type report struct {
 	ledger    []string
 	before    resources
 	after     resources
+	seconds   []second    // the progress lines' counts, for -report
+	limits    []liveLimit // what the peak of live reservations is held against
+}
+
+// second is one progress line: the admissions and rejections in that
+// second and the node's live reservations at its end.
+type second struct {
+	tick               int
+	admitted, rejected int64
+	live               uint64
 }
 
 // checks are the invariants, each with whether it held.

@@ -45,6 +45,8 @@ type soak struct {
 	rejected  atomic.Int64
 	abandoned atomic.Int64
 	peakLive  atomic.Uint64
+	// seconds is what each progress line printed, for -report.
+	seconds []second
 }
 
 func newSoak(cfg config, pol *policy.NodeAdmissionPolicy, file catalog.File, out io.Writer) (*soak, error) {
@@ -144,6 +146,8 @@ func (s *soak) run() *report {
 	rep.metrics = since(s.provider.Metrics(), warm)
 	rep.peakLive = s.peakLive.Load()
 	rep.admitted, rep.rejected = s.admitted.Load(), s.rejected.Load()
+	rep.seconds = s.seconds
+	rep.limits = liveLimits(s.provider.Policy())
 	rep.ledger = ledgerProblems(s.provider)
 	runtime.GC()
 	rep.after = sampleResources()
@@ -225,8 +229,10 @@ func (s *soak) progress(start time.Time) {
 		}
 		time.Sleep(time.Until(next))
 		a, r := s.admitted.Load(), s.rejected.Load()
+		sec := second{tick: tick, admitted: a - lastAdmitted, rejected: r - lastRejected, live: s.provider.NodeSnapshot().Live}
+		s.seconds = append(s.seconds, sec)
 		fmt.Fprintf(s.out, "t=%3ds admitted=%d (+%d/s) rejected=%d (+%d/s) live=%d generation=%d\n",
-			tick, a, a-lastAdmitted, r, r-lastRejected, s.provider.NodeSnapshot().Live, s.catalog.Generation())
+			tick, a, sec.admitted, r, sec.rejected, sec.live, s.catalog.Generation())
 		lastAdmitted, lastRejected = a, r
 	}
 }
