@@ -1,0 +1,313 @@
+package latentd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"latent.dev/admission/catalog"
+	"latent.dev/admission/core"
+	"latent.dev/admission/policy"
+)
+
+// admin wraps an administrator endpoint: no token is 401, a token that is
+// not an administrator's 403.
+func (n *Node) admin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		principal, ok := n.cfg.Tokens.Authenticate(bearerToken(r.Header))
+		if !ok {
+			unauthorized(w)
+			return
+		}
+		if !principal.Admin {
+			edgeError(w, http.StatusForbidden, edgeErrorBody{Error: "an administrator token is required"})
+			return
+		}
+		h(w, r)
+	}
+}
+
+// readBody reads at most limit bytes of r's body; more is an error (and
+// the rest is not read).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		edgeError(w, http.StatusBadRequest, edgeErrorBody{Error: "the request body could not be read"})
+		return nil, false
+	}
+	if int64(len(data)) > limit {
+		w.Header().Set("Connection", "close")
+		edgeError(w, http.StatusRequestEntityTooLarge, edgeErrorBody{Error: "the body is larger than " + strconv.FormatInt(limit, 10) + " bytes"})
+		return nil, false
+	}
+	return data, true
+}
+
+// putArtifact serves PUT /v1/admin/artifacts/sha256/{hex}.
+func (n *Node) putArtifact(w http.ResponseWriter, r *http.Request) {
+	hexDigest := r.PathValue("hex")
+	if _, ok := parseHexDigest(hexDigest); !ok {
+		edgeError(w, http.StatusBadRequest, edgeErrorBody{Error: "the digest must be 64 lowercase hex digits", Path: "hex"})
+		return
+	}
+	data, ok := readBody(w, r, n.cfg.MaxArtifactBytes)
+	if !ok {
+		return
+	}
+	if err := n.cfg.Guests.PutArtifact(hexDigest, data); err != nil {
+		edgeError(w, http.StatusBadRequest, edgeErrorBody{Error: "artifact refused: " + err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"digest": "sha256:" + hexDigest, "bytes": len(data)})
+}
+
+// putDeployment serves PUT /v1/admin/deployments/{tenant}/{service}: the
+// body is one deployment in the catalog's JSON form, checked against the
+// node policy; every artifact it names must be present and compile.
+func (n *Node) putDeployment(w http.ResponseWriter, r *http.Request) {
+	data, ok := readBody(w, r, n.cfg.MaxDeploymentBytes)
+	if !ok {
+		return
+	}
+	d, problems := n.decodeDeployment(data)
+	if problems != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid deployment", "problems": problems})
+		return
+	}
+	tenant, service := r.PathValue("tenant"), r.PathValue("service")
+	if d.Tenant != tenant || d.Service != service {
+		edgeError(w, http.StatusBadRequest, edgeErrorBody{Error: "the deployment's tenant and service must be the path's", Path: "$.tenant"})
+		return
+	}
+	for i, route := range d.Routes {
+		for j, rev := range route.Revisions {
+			if err := n.cfg.Guests.Prepare(r.Context(), rev.Release.ArtifactDigest); err != nil {
+				edgeError(w, http.StatusUnprocessableEntity, edgeErrorBody{
+					Error: "artifact " + rev.Release.ArtifactDigest + " is missing or does not compile: " + err.Error(),
+					Path:  fmt.Sprintf("$.routes[%d].revisions[%d].release.artifact_digest", i, j)})
+				return
+			}
+		}
+	}
+	n.adminMu.Lock()
+	gen, err := n.catalog.Deploy(d)
+	if err == nil {
+		n.publishViewLocked()
+	}
+	n.adminMu.Unlock()
+	if err != nil {
+		n.catalogError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]uint64{"generation": gen})
+}
+
+// deleteDeployment serves DELETE /v1/admin/deployments/{tenant}/{service}.
+func (n *Node) deleteDeployment(w http.ResponseWriter, r *http.Request) {
+	n.adminMu.Lock()
+	gen, err := n.catalog.Delete(r.PathValue("tenant"), r.PathValue("service"))
+	if err == nil {
+		n.publishViewLocked()
+	}
+	n.adminMu.Unlock()
+	if err != nil {
+		n.catalogError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]uint64{"generation": gen})
+}
+
+// publishViewLocked pins the catalog's current generation for
+// invocations; adminMu must be held, so views appear in order.
+func (n *Node) publishViewLocked() {
+	pin := n.catalog.Pin()
+	n.view.Store(&view{pin: pin, controller: n.base.WithPolicySource(pin)})
+}
+
+func (n *Node) catalogError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, catalog.ErrNotDeployed):
+		edgeError(w, http.StatusNotFound, edgeErrorBody{Error: "no such deployment"})
+	case errors.Is(err, catalog.ErrInvalidDeployment):
+		edgeError(w, http.StatusBadRequest, edgeErrorBody{Error: err.Error()})
+	case errors.Is(err, catalog.ErrCapacityExceeded):
+		edgeError(w, http.StatusConflict, edgeErrorBody{Error: "the catalog's capacity would be exceeded"})
+	case errors.Is(err, catalog.ErrClosed):
+		w.Header().Set("Retry-After", strconv.FormatUint(uint64(DefaultRetryAfterSeconds), 10))
+		edgeError(w, http.StatusServiceUnavailable, edgeErrorBody{Error: "the node is shutting down"})
+	default:
+		n.cfg.Logger.Error("latentd: catalog change failed", "err", err)
+		edgeError(w, http.StatusInternalServerError, edgeErrorBody{Error: "the catalog change could not be stored; its outcome is unknown, retry it"})
+	}
+}
+
+// decodeDeployment decodes one deployment with the catalog's own strict
+// decoder and node-policy check, by framing it as a catalog file of one
+// deployment. It returns the problems with their JSON paths relative to
+// the body.
+func (n *Node) decodeDeployment(data []byte) (catalog.Deployment, []string) {
+	trimmed := bytes.TrimSpace(data)
+	// json.Valid guarantees one complete value, so the framing below can
+	// never be broken out of.
+	if !json.Valid(trimmed) || len(trimmed) == 0 || trimmed[0] != '{' {
+		return catalog.Deployment{}, []string{"$: must be one JSON object"}
+	}
+	capacity := n.catalog.Capacity()
+	framed := make([]byte, 0, len(trimmed)+128)
+	framed = fmt.Appendf(framed, `{"capacity":{"max_revisions":%d,"max_policy_bytes":%d},"deployments":[`, capacity.MaxRevisions, capacity.MaxPolicyBytes)
+	framed = append(framed, trimmed...)
+	framed = append(framed, "]}"...)
+	file, err := catalog.ValidateFile(framed, n.cfg.Policy)
+	if err != nil {
+		var problems []string
+		for _, line := range strings.Split(strings.TrimSpace(err.Error()), "\n") {
+			switch {
+			case strings.HasPrefix(line, "deployments[0]."):
+				line = "$." + strings.TrimPrefix(line, "deployments[0].")
+			case strings.HasPrefix(line, "deployments[0]:"):
+				line = "$:" + strings.TrimPrefix(line, "deployments[0]:")
+			}
+			problems = append(problems, line)
+		}
+		return catalog.Deployment{}, problems
+	}
+	if len(file.Deployments) != 1 {
+		return catalog.Deployment{}, []string{"$: must be one deployment"}
+	}
+	return file.Deployments[0], nil
+}
+
+// usage serves GET /v1/tenants/{tenant}/usage: the tenant's quota
+// snapshot, for its own principals and administrators. Anyone else gets
+// the same 403 whether or not the tenant exists.
+func (n *Node) usage(w http.ResponseWriter, r *http.Request) {
+	principal, ok := n.cfg.Tokens.Authenticate(bearerToken(r.Header))
+	if !ok {
+		unauthorized(w)
+		return
+	}
+	tenant := r.PathValue("tenant")
+	if !principal.Admin && principal.Tenant != tenant {
+		n.reject(w, errPrincipalDenied)
+		return
+	}
+	snap, ok := n.provider.TenantSnapshot(tenant)
+	if !ok {
+		edgeError(w, http.StatusNotFound, edgeErrorBody{Error: "no such tenant"})
+		return
+	}
+	writeJSON(w, http.StatusOK, usageJSON{Tenant: tenant, Live: snap.Live, Queued: snap.Queued, CPUFuel: snap.CPUFuel,
+		MemoryBytes: snap.MemoryBytes, Limits: limitsOf(snap.Limits)})
+}
+
+type usageJSON struct {
+	Tenant      string     `json:"tenant,omitempty"`
+	Name        string     `json:"name,omitempty"`
+	Live        uint64     `json:"live_activations"`
+	Queued      uint64     `json:"queued_reservations"`
+	CPUFuel     uint64     `json:"reserved_cpu_fuel"`
+	MemoryBytes uint64     `json:"reserved_memory_bytes"`
+	Limits      limitsJSON `json:"limits"`
+}
+
+type limitsJSON struct {
+	Live        uint64 `json:"max_live_activations"`
+	Queued      uint64 `json:"max_queued_reservations"`
+	CPUFuel     uint64 `json:"max_reserved_cpu_fuel"`
+	MemoryBytes uint64 `json:"max_reserved_memory_bytes"`
+}
+
+func limitsOf(l policy.Limits) limitsJSON {
+	return limitsJSON{Live: l.MaxLiveActivations, Queued: l.MaxQueuedReservations, CPUFuel: l.MaxReservedCPUFuel,
+		MemoryBytes: l.MaxReservedMemoryBytes}
+}
+
+func scopeJSON(s core.ScopeUsage) usageJSON {
+	return usageJSON{Name: s.Name, Live: s.Live, Queued: s.Queued, CPUFuel: s.CPUFuel, MemoryBytes: s.MemoryBytes, Limits: limitsOf(s.Limits)}
+}
+
+// snapshot serves GET /v1/admin/snapshot: the catalog's generation and
+// deployments, every scope's usage, the counters and the load sample.
+func (n *Node) snapshot(w http.ResponseWriter, _ *http.Request) {
+	pin := n.view.Load().pin
+	type deploymentJSON struct {
+		Tenant     string `json:"tenant"`
+		Service    string `json:"service"`
+		Generation uint64 `json:"generation"`
+	}
+	deployments := []deploymentJSON{}
+	for _, key := range pin.Deployments() {
+		if _, gen, ok := pin.Deployment(key.Tenant, key.Service); ok {
+			deployments = append(deployments, deploymentJSON{key.Tenant, key.Service, gen})
+		}
+	}
+	u := n.provider.Usage()
+	scopes := func(list []core.ScopeUsage) []usageJSON {
+		out := make([]usageJSON, 0, len(list))
+		for _, s := range list {
+			out = append(out, scopeJSON(s))
+		}
+		return out
+	}
+	queues := []map[string]any{}
+	for _, q := range u.QueueClasses {
+		queues = append(queues, map[string]any{"name": q.Name, "queued_reservations": q.Queued, "max_queued": q.MaxQueued})
+	}
+	cells := []map[string]any{}
+	for _, c := range u.CellClasses {
+		cells = append(cells, map[string]any{"class": c.Class.String(), "live_activations": c.Live})
+	}
+	m := n.provider.Metrics()
+	var load any
+	if s, ok := n.load.CurrentLoad(); ok {
+		load = map[string]any{"sequence": s.Sequence, "observed_at_unix_ms": s.ObservedAt.UnixMilli(), "cpu": s.CPUPressure,
+			"memory": s.MemoryPressure, "age_ms": time.Since(s.ObservedAt).Milliseconds()}
+	}
+	catUsage := pin.Usage()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"catalog": map[string]any{"generation": pin.Generation(), "deployments": deployments, "revisions": catUsage.Revisions,
+			"policy_bytes": catUsage.PolicyBytes},
+		"usage": map[string]any{"node": scopeJSON(u.Node), "tenants": scopes(u.Tenants), "trust_classes": scopes(u.TrustClasses),
+			"queue_classes": queues, "cell_classes": cells},
+		"counters":          map[string]int64{"admitted": m.Admitted, "leaked_permits": m.Leaked},
+		"live_reservations": n.provider.LiveReservations(),
+		"load":              load,
+	})
+}
+
+// healthz is 200 while the node serves.
+func (n *Node) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "serving"})
+}
+
+// readyz is 200 when the catalog is open and a usable load sample exists.
+func (n *Node) readyz(w http.ResponseWriter, _ *http.Request) {
+	if !n.catalogOpen.Load() {
+		edgeError(w, http.StatusServiceUnavailable, edgeErrorBody{Error: "the catalog is closed"})
+		return
+	}
+	if !n.loadUsable() {
+		edgeError(w, http.StatusServiceUnavailable, edgeErrorBody{Error: "no usable load sample"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// loadUsable reports whether admission would accept the current sample's
+// age: one exists, it is not from the future, and it is no older than the
+// maximum observation age.
+func (n *Node) loadUsable() bool {
+	s, ok := n.load.CurrentLoad()
+	if !ok {
+		return false
+	}
+	age := time.Since(s.ObservedAt)
+	return age >= 0 && age <= n.provider.Policy().Node().Overload.MaximumObservationAge
+}

@@ -1,0 +1,116 @@
+package latentd
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"latent.dev/admission/catalog"
+	"latent.dev/admission/core"
+	"latent.dev/admission/node/loadsampler"
+	"latent.dev/admission/policy"
+)
+
+// Defaults.
+const (
+	DefaultListen             = "127.0.0.1:8080"
+	DefaultRetryAfterSeconds  = uint32(1)
+	DefaultShutdownGrace      = 10 * time.Second
+	DefaultMaxArtifactBytes   = 64 << 20
+	DefaultMaxDeploymentBytes = 1 << 20
+	DefaultReadHeaderTimeout  = 5 * time.Second
+	DefaultIdleTimeout        = 60 * time.Second
+	DefaultMaxHeaderBytes     = 16 << 10
+)
+
+// Config is a node's configuration. Policy, Tokens and Guests are
+// required; everything else has a default.
+type Config struct {
+	// Policy is the node admission policy.
+	Policy *policy.NodeAdmissionPolicy
+	// StoreDir is the catalog store. A directory that is missing or holds
+	// no store starts an empty catalog there; one held by another open
+	// catalog fails New with catalog.ErrStoreInUse. Empty: the catalog
+	// lives in memory, starting from Deployments.
+	StoreDir string
+	// Capacity bounds a catalog New creates (a fresh store, or the
+	// in-memory one); zero is catalog.GenerousCapacity.
+	Capacity catalog.Capacity
+	// Deployments seed the in-memory catalog (ignored with StoreDir).
+	Deployments []catalog.Deployment
+	// Tokens are the bearer tokens.
+	Tokens *Tokens
+	// Guests run the guests and hold their artifacts.
+	Guests Guests
+	// RetryAfter is the Retry-After of retryable rejections, in whole
+	// seconds, per reason; a reason not listed gets
+	// DefaultRetryAfterSeconds. It never depends on load or counters.
+	RetryAfter map[core.Reason]uint32
+	// Load says where the sampler reads; the zero value is this machine's
+	// /proc and cgroup.
+	Load loadsampler.Files
+	// SampleInterval is the sampler's interval; zero is a quarter of the
+	// policy's maximum observation age.
+	SampleInterval time.Duration
+	// ShutdownGrace is how long Shutdown lets running activations finish
+	// before it interrupts them; zero is DefaultShutdownGrace.
+	ShutdownGrace time.Duration
+	// MaxArtifactBytes and MaxDeploymentBytes bound the administrator
+	// uploads; zero is the default.
+	MaxArtifactBytes   int64
+	MaxDeploymentBytes int64
+	// Server timeouts against slow clients; zero is the default.
+	// ReadTimeout and WriteTimeout default to the node's wall-time
+	// ceiling plus ten seconds, so a request that may legitimately run
+	// that long is not cut off.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+	// Logger receives the node's log lines; nil is slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults(ceiling time.Duration) error {
+	if c.Policy == nil {
+		return errors.New("latentd: a policy is required")
+	}
+	if c.Tokens == nil {
+		return errors.New("latentd: a token file is required")
+	}
+	if c.Guests == nil {
+		return errors.New("latentd: a guest runtime is required")
+	}
+	if c.Capacity == (catalog.Capacity{}) {
+		c.Capacity = catalog.GenerousCapacity
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = DefaultShutdownGrace
+	}
+	if c.MaxArtifactBytes <= 0 {
+		c.MaxArtifactBytes = DefaultMaxArtifactBytes
+	}
+	if c.MaxDeploymentBytes <= 0 {
+		c.MaxDeploymentBytes = DefaultMaxDeploymentBytes
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		c.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = ceiling + 10*time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = ceiling + 10*time.Second
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxHeaderBytes <= 0 {
+		c.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}

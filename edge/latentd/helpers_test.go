@@ -1,0 +1,324 @@
+package latentd
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"latent.dev/admission/catalog"
+	"latent.dev/admission/node/loadsampler"
+	"latent.dev/admission/node/runner"
+	"latent.dev/admission/node/runner/synthetic"
+	"latent.dev/admission/policy"
+)
+
+// The test tokens and their principals (see testTokens).
+const (
+	aliceToken = "alice-secret"
+	bobToken   = "bob-secret"
+	adminToken = "admin-secret"
+	// strayToken belongs to a tenant the policy does not configure.
+	strayToken = "stray-secret"
+)
+
+// demoArtifact is the test artifact the catalog names (sha256:aaaa...):
+// the fake runtime knows it without an upload.
+var demoDigest = "sha256:" + strings.Repeat("a", 64)
+
+func digestHex(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+func testTokens(t *testing.T) *Tokens {
+	t.Helper()
+	doc := `{"tokens":[
+ {"sha256":"` + digestHex(aliceToken) + `","kind":"user","subject":"alice","tenant":"acme","service":""},
+ {"sha256":"` + digestHex(bobToken) + `","kind":"user","subject":"bob","tenant":"globex"},
+ {"sha256":"` + digestHex(strayToken) + `","kind":"user","subject":"eve","tenant":"nowhere"},
+ {"sha256":"` + digestHex(adminToken) + `","admin":true}]}`
+	tok, err := DecodeTokens([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// fakeGuests is a Guests over the synthetic backend: artifacts are kept in
+// memory, verified against their digest, and "compile" when they start
+// with the Wasm magic. Guests behave by their input (see plan).
+type fakeGuests struct {
+	backend *synthetic.Backend
+	hold    chan struct{} // closed to release "hold" guests
+	started chan struct{} // one send per "hold" guest that started
+
+	mu        sync.Mutex
+	artifacts map[string][]byte // guarded by mu
+	closed    bool              // guarded by mu
+}
+
+func newFakeGuests() *fakeGuests {
+	g := &fakeGuests{hold: make(chan struct{}), started: make(chan struct{}, 256),
+		artifacts: map[string][]byte{demoDigest: []byte("\x00asm\x01\x00\x00\x00")}}
+	g.backend = synthetic.New(g.plan)
+	return g
+}
+
+func (g *fakeGuests) plan(guest *runner.Guest) synthetic.Behavior {
+	switch string(guest.Input) {
+	case "declared":
+		return synthetic.Behavior{Exit: runner.ExitDeclaredError, Output: []byte("declared: no")}
+	case "trap":
+		return synthetic.Behavior{Exit: runner.ExitTrapped}
+	case "block":
+		return synthetic.Behavior{Block: true}
+	case "fuel":
+		return synthetic.Behavior{Fuel: 1 << 62}
+	case "memory":
+		return synthetic.Behavior{Memory: 1 << 62}
+	case "platform":
+		return synthetic.Behavior{Exit: runner.ExitPlatformFailure}
+	case "hold":
+		return synthetic.Behavior{Hold: g.hold, Started: func() { g.started <- struct{}{} }}
+	}
+	return synthetic.Behavior{Output: append([]byte("echo:"), guest.Input...)}
+}
+
+func (g *fakeGuests) Backends() map[string]runner.Backend {
+	return map[string]runner.Backend{"wasm": g.backend}
+}
+
+func (g *fakeGuests) Prepare(_ context.Context, digest string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	content, ok := g.artifacts[digest]
+	if !ok {
+		return errors.New("artifact missing")
+	}
+	if !bytes.HasPrefix(content, []byte("\x00asm")) {
+		return errors.New("not a WebAssembly module")
+	}
+	return nil
+}
+
+func (g *fakeGuests) PutArtifact(hexDigest string, content []byte) error {
+	if digestHex(string(content)) != hexDigest {
+		return errors.New("content does not match the digest")
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.artifacts["sha256:"+hexDigest] = content
+	return nil
+}
+
+func (g *fakeGuests) Close(context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return errors.New("closed twice")
+	}
+	g.closed = true
+	return nil
+}
+
+// nodeOptions adjust a test node's configuration.
+type nodeOptions struct {
+	load     string // fixture under testdata/load; "" is calm
+	storeDir string
+	mutate   func(*Config)
+	policy   func(*policy.NodeAdmissionPolicy)
+}
+
+// testNode is a node serving on a real loopback listener.
+type testNode struct {
+	t      *testing.T
+	node   *Node
+	guests *fakeGuests
+	url    string
+	client *http.Client
+	served chan error
+}
+
+func loadFiles(name string) loadsampler.Files {
+	if name == "" {
+		name = "calm"
+	}
+	dir := filepath.Join("testdata", "load", name)
+	f := loadsampler.Files{Proc: filepath.Join(dir, "proc")}
+	if _, err := os.Stat(filepath.Join(dir, "cgroup")); err == nil {
+		f.Cgroup = filepath.Join(dir, "cgroup")
+	}
+	return f
+}
+
+func testPolicy(t *testing.T) *policy.NodeAdmissionPolicy {
+	t.Helper()
+	data, err := os.ReadFile("testdata/policy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.DecodePolicy(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func testDeployments(t *testing.T) []catalog.Deployment {
+	t.Helper()
+	data, err := os.ReadFile("testdata/catalog.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := catalog.DecodeCatalogFile(data, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.Deployments
+}
+
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func testConfig(t *testing.T, guests *fakeGuests, o nodeOptions) Config {
+	p := testPolicy(t)
+	if o.policy != nil {
+		o.policy(p)
+	}
+	cfg := Config{Policy: p, Tokens: testTokens(t), Guests: guests, Load: loadFiles(o.load), Logger: quietLogger(),
+		ShutdownGrace: 2 * time.Second, StoreDir: o.storeDir}
+	if o.storeDir == "" {
+		cfg.Deployments = testDeployments(t)
+	}
+	if o.mutate != nil {
+		o.mutate(&cfg)
+	}
+	return cfg
+}
+
+// startNode builds a node and serves it on 127.0.0.1:0; the test's cleanup
+// shuts it down and fails the test if shutdown reports a problem.
+func startNode(t *testing.T, o nodeOptions) *testNode {
+	t.Helper()
+	guests := newFakeGuests()
+	n, err := New(testConfig(t, guests, o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveNode(t, n, guests)
+}
+
+func serveNode(t *testing.T, n *Node, guests *fakeGuests) *testNode {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := &testNode{t: t, node: n, guests: guests, url: "http://" + l.Addr().String(), served: make(chan error, 1),
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 20 * time.Second}}
+	go func() { tn.served <- n.Serve(l) }()
+	t.Cleanup(func() { tn.shutdown() })
+	return tn
+}
+
+// shutdown ends the node once; later calls do nothing.
+func (tn *testNode) shutdown() {
+	tn.t.Helper()
+	tn.closeHold()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := tn.node.Shutdown(ctx); err != nil {
+		tn.t.Errorf("shutdown: %v", err)
+	}
+	if tn.served != nil {
+		if err := <-tn.served; !errors.Is(err, http.ErrServerClosed) {
+			tn.t.Errorf("serve: %v", err)
+		}
+		tn.served = nil
+	}
+	tn.client.CloseIdleConnections()
+}
+
+func (tn *testNode) closeHold() {
+	select {
+	case <-tn.guests.hold:
+	default:
+		close(tn.guests.hold)
+	}
+}
+
+// response is everything a test compares about an answer.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body %q is not JSON: %v", r.body, err)
+	}
+	return m
+}
+
+// do sends one request; headers are name, value pairs.
+func (tn *testNode) do(method, path, token string, body []byte, headers ...string) response {
+	tn.t.Helper()
+	req, err := http.NewRequest(method, tn.url+path, bytes.NewReader(body))
+	if err != nil {
+		tn.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Add(headers[i], headers[i+1])
+	}
+	resp, err := tn.client.Do(req)
+	if err != nil {
+		tn.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tn.t.Fatal(err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+func (tn *testNode) invoke(path, token string, body string, headers ...string) response {
+	tn.t.Helper()
+	return tn.do(http.MethodPost, "/v1/invoke/"+path, token, []byte(body), headers...)
+}
+
+// waitIdle waits until the node holds no reservation and runs nothing.
+func (tn *testNode) waitIdle() {
+	tn.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c := tn.node.Pipeline().Counters()
+		if tn.node.Provider().LiveReservations() == 0 && len(c.Residue()) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			tn.t.Fatalf("still held: %v", c.Residue())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

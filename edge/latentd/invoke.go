@@ -1,0 +1,134 @@
+package latentd
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+
+	"latent.dev/admission/catalog"
+	"latent.dev/admission/core"
+	"latent.dev/admission/policy"
+)
+
+// routes is the node's HTTP surface.
+func (n *Node) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/invoke/{tenant}/{service}/{route}", n.invoke)
+	mux.HandleFunc("GET /healthz", n.healthz)
+	mux.HandleFunc("GET /readyz", n.readyz)
+	mux.Handle("GET /metrics", n.metricsHandler())
+	mux.HandleFunc("GET /v1/tenants/{tenant}/usage", n.usage)
+	mux.HandleFunc("PUT /v1/admin/artifacts/sha256/{hex}", n.admin(n.putArtifact))
+	mux.HandleFunc("PUT /v1/admin/deployments/{tenant}/{service}", n.admin(n.putDeployment))
+	mux.HandleFunc("DELETE /v1/admin/deployments/{tenant}/{service}", n.admin(n.deleteDeployment))
+	mux.HandleFunc("GET /v1/admin/snapshot", n.admin(n.snapshot))
+	return mux
+}
+
+// invoke serves POST /v1/invoke/{tenant}/{service}/{route}: authenticate,
+// refuse another tenant's path, read the headers and at most the payload
+// maximum plus one byte, resolve, admit, run, answer.
+func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
+	n.inflight.Add(1)
+	defer n.inflight.Done()
+	principal, ok := n.cfg.Tokens.Authenticate(bearerToken(r.Header))
+	if !ok {
+		unauthorized(w)
+		return
+	}
+	tenant := r.PathValue("tenant")
+	if principal.Admin || principal.Tenant != tenant || !n.authorized(principal) {
+		// Decided before the catalog is consulted, so that whether the
+		// other tenant or its deployment exists cannot show; the answer
+		// is admission's own for an unauthorized principal (step 3).
+		n.reject(w, errPrincipalDenied)
+		return
+	}
+	settings := n.provider.Policy().Node()
+	inv, herr := parseInvocation(r.Header, settings.BudgetCeiling)
+	if herr != nil {
+		edgeError(w, http.StatusBadRequest, edgeErrorBody{Error: "malformed header: " + herr.problem, Header: herr.header})
+		return
+	}
+	w.Header().Set(HeaderActivationID, inv.activationID)
+
+	input, measured, err := readPayload(r.Body, settings.MaximumPayloadBytes)
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		edgeError(w, http.StatusBadRequest, edgeErrorBody{Error: "the request body could not be read"})
+		return
+	}
+
+	v := n.view.Load()
+	rev, err := v.pin.Resolve(catalog.Target{Tenant: tenant, Service: r.PathValue("service"), Route: r.PathValue("route")}, inv.routingKey)
+	if err != nil {
+		// A route that resolves to nothing and a forged revision look
+		// alike (docs/decision-table.md, step 5).
+		n.reject(w, core.ErrRevisionNotAvailable)
+		return
+	}
+	req := core.AdmissionRequest{
+		ActivationID:    inv.activationID,
+		Principal:       core.Principal{Kind: principal.Kind, Subject: principal.Subject, Tenant: principal.Tenant, Service: principal.Service},
+		Revision:        *rev,
+		RequestedBudget: inv.budget,
+		Deadline:        inv.deadline,
+		PayloadBytes:    measured,
+		Priority:        inv.priority,
+	}
+	permit, err := v.controller.AdmitNow(&req)
+	if err != nil {
+		n.rejectErr(w, err)
+		return
+	}
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(n.hardStop, cancel)
+	defer stop()
+	act, err := n.pipe.Submit(ctx, permit, input)
+	if err != nil {
+		n.answerAfterAdmission(w, zeroReport, err)
+		return
+	}
+	report, err := act.Wait(ctx)
+	if ctx.Err() != nil && err != nil && r.Context().Err() != nil {
+		return // the client is gone; the activation ends on its own
+	}
+	n.answerAfterAdmission(w, report, err)
+}
+
+// authorized is admission's step 3 asked before resolution: the
+// principal's tenant is configured and lists it, and a service principal
+// names its service. Admission asks again; asking here first keeps a
+// principal that may not call anything from learning which routes exist.
+func (n *Node) authorized(p Principal) bool {
+	compiled := n.provider.Policy()
+	id, ok := compiled.TenantID(p.Tenant)
+	if !ok || !compiled.Authorized(id, p.Kind, p.Subject) {
+		return false
+	}
+	return p.Kind != policy.ServicePrincipal || p.Service != ""
+}
+
+// rejectErr answers an error from AdmitNow, which is always a core.Error.
+func (n *Node) rejectErr(w http.ResponseWriter, err error) {
+	n.answerAfterAdmission(w, zeroReport, err)
+}
+
+// readPayload reads body up to max+1 bytes and reports how many it read:
+// the payload is measured as it is read, never taken from Content-Length,
+// and a body beyond the maximum is read no further than one byte past it.
+func readPayload(body io.Reader, max uint64) ([]byte, uint64, error) {
+	limit := int64(max) + 1
+	if max >= uint64(1<<62) {
+		limit = 1 << 62
+	}
+	var buf bytes.Buffer
+	n, err := buf.ReadFrom(io.LimitReader(body, limit))
+	if err != nil {
+		return nil, uint64(n), err
+	}
+	return buf.Bytes(), uint64(n), nil
+}

@@ -1,0 +1,268 @@
+package latentd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"latent.dev/admission/catalog"
+	"latent.dev/admission/core"
+	"latent.dev/admission/edge/metrics"
+	"latent.dev/admission/node/loadsampler"
+	"latent.dev/admission/node/pipeline"
+)
+
+// Node is one latentd: the catalog, the quota provider, the pipeline that
+// runs admitted guests, the load sampler and the HTTP server in front of
+// them. Build it with New, serve with Serve, end it with Shutdown.
+//
+// Fields up to adminMu never change after New. adminMu serializes deploys
+// and deletes, so views are published in generation order; the current
+// view is an atomic pointer that invocations load without a lock.
+type Node struct {
+	cfg      Config
+	provider *core.LocalQuotaProvider
+	catalog  *catalog.Catalog
+	load     *core.NodeLoadState
+	pipe     *pipeline.Pipeline
+	sampler  *loadsampler.Sampler
+	registry *prometheus.Registry
+	base     *core.AdmissionController
+	server   *http.Server
+	handler  http.Handler
+
+	// hardStop ends every activation's context when the grace period
+	// of Shutdown is over.
+	hardStop     context.Context
+	hardStopNow  context.CancelFunc
+	samplerStop  context.CancelFunc
+	samplerDone  chan struct{}
+	inflight     sync.WaitGroup
+	catalogOpen  atomic.Bool
+	shutdownOnce sync.Once
+	shutdownErr  error
+
+	adminMu sync.Mutex
+	view    atomic.Pointer[view] // written under adminMu
+}
+
+// view is one pinned catalog generation and the controller over it.
+type view struct {
+	pin        *catalog.Pin
+	controller *core.AdmissionController
+}
+
+// New builds a node: it opens (or creates) the catalog, prepares every
+// deployed artifact, starts the pipeline and the load sampler (with one
+// sample taken before it returns, so the node is ready at once), and
+// builds the HTTP server. On error everything it started is stopped
+// again.
+func New(cfg Config) (n *Node, err error) {
+	if cfg.Policy == nil {
+		return nil, errors.New("latentd: a policy is required")
+	}
+	provider, err := core.NewLocalQuotaProvider(cfg.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("latentd: policy: %w", err)
+	}
+	settings := provider.Policy().Node()
+	if err := cfg.setDefaults(settings.BudgetCeiling.WallTime); err != nil {
+		return nil, err
+	}
+	n = &Node{cfg: cfg, provider: provider}
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+
+	if n.catalog, err = openCatalog(cfg); err != nil {
+		return nil, err
+	}
+	n.catalogOpen.Store(true)
+	undo = append(undo, func() { _ = n.catalog.Close() })
+	pin := n.catalog.Pin()
+	if err := n.prepareAll(pin); err != nil {
+		return nil, err
+	}
+
+	if n.pipe, err = pipeline.New(provider, pipeline.Config{Backends: cfg.Guests.Backends()}); err != nil {
+		return nil, fmt.Errorf("latentd: pipeline: %w", err)
+	}
+	undo = append(undo, n.pipe.Close)
+
+	n.load = core.NewNodeLoadState(settings.Overload.MaximumObservationAge, nil)
+	n.sampler, err = loadsampler.New(loadsampler.Config{
+		Files:                 cfg.Load,
+		Target:                publishTarget{n},
+		Interval:              cfg.SampleInterval,
+		MaximumObservationAge: settings.Overload.MaximumObservationAge,
+		QueueDelay:            n.pipe.Scheduler().OldestWait,
+		Logger:                cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("latentd: load sampler: %w", err)
+	}
+	if err := n.sampler.Sample(); err != nil {
+		return nil, fmt.Errorf("latentd: load sampler: %w", err)
+	}
+	samplerCtx, samplerStop := context.WithCancel(context.Background())
+	n.samplerStop, n.samplerDone = samplerStop, make(chan struct{})
+	go func() { defer close(n.samplerDone); n.sampler.Run(samplerCtx) }()
+	undo = append(undo, n.stopSampler)
+
+	n.registry = prometheus.NewRegistry()
+	collector, err := metrics.New(metrics.Config{Provider: provider, Load: n.load, Runner: n.pipe.Runner(), Scheduler: n.pipe.Scheduler()})
+	if err != nil {
+		return nil, fmt.Errorf("latentd: metrics: %w", err)
+	}
+	if err := n.registry.Register(collector); err != nil {
+		return nil, fmt.Errorf("latentd: metrics: %w", err)
+	}
+
+	n.base = provider.Controller(core.ControllerConfig{Source: pin, Load: n.load})
+	n.view.Store(&view{pin: pin, controller: n.base})
+	n.hardStop, n.hardStopNow = context.WithCancel(context.Background())
+	n.handler = n.routes()
+	n.server = &http.Server{
+		Handler:           n.handler,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		ErrorLog:          nil,
+	}
+	return n, nil
+}
+
+// openCatalog opens the store, creates one in a directory without one, or
+// builds the in-memory catalog.
+func openCatalog(cfg Config) (*catalog.Catalog, error) {
+	if cfg.StoreDir == "" {
+		c := catalog.New(cfg.Capacity)
+		for _, d := range cfg.Deployments {
+			if _, err := c.Deploy(d); err != nil {
+				return nil, fmt.Errorf("latentd: catalog: deployment %s/%s: %w", d.Tenant, d.Service, err)
+			}
+		}
+		return c, nil
+	}
+	_, statErr := os.Stat(filepath.Join(cfg.StoreDir, catalog.StoreFileName))
+	if errors.Is(statErr, os.ErrNotExist) {
+		c, err := catalog.Create(cfg.StoreDir, cfg.Capacity)
+		if err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, catalog.ErrStoreExists) {
+			return nil, fmt.Errorf("latentd: catalog store: %w", err)
+		}
+	}
+	c, err := catalog.Open(cfg.StoreDir)
+	if err != nil {
+		return nil, fmt.Errorf("latentd: catalog store: %w", err)
+	}
+	return c, nil
+}
+
+// prepareAll prepares the artifact of every revision pin holds.
+func (n *Node) prepareAll(pin *catalog.Pin) error {
+	done := map[string]bool{}
+	for _, key := range pin.Deployments() {
+		d, _, ok := pin.Deployment(key.Tenant, key.Service)
+		if !ok {
+			continue
+		}
+		for _, route := range d.Routes {
+			for _, rev := range route.Revisions {
+				digest := rev.Release.ArtifactDigest
+				if done[digest] {
+					continue
+				}
+				if err := n.cfg.Guests.Prepare(context.Background(), digest); err != nil {
+					return fmt.Errorf("latentd: deployment %s/%s route %s: artifact %s: %w", key.Tenant, key.Service, route.Name, digest, err)
+				}
+				done[digest] = true
+			}
+		}
+	}
+	return nil
+}
+
+// publishTarget is the sampler's target: the pipeline's publish step,
+// which raises queue delays to the pool's floors.
+type publishTarget struct{ n *Node }
+
+func (t publishTarget) Publish(s core.LoadSample) error { return t.n.pipe.PublishLoad(t.n.load, s) }
+
+// Handler is the node's HTTP handler, for a server of the caller's own.
+func (n *Node) Handler() http.Handler { return n.handler }
+
+// Provider is the node's quota provider.
+func (n *Node) Provider() *core.LocalQuotaProvider { return n.provider }
+
+// Pipeline is the node's pipeline.
+func (n *Node) Pipeline() *pipeline.Pipeline { return n.pipe }
+
+// Sampler is the node's load sampler.
+func (n *Node) Sampler() *loadsampler.Sampler { return n.sampler }
+
+// Serve accepts connections on l until Shutdown; it returns
+// http.ErrServerClosed after a Shutdown.
+func (n *Node) Serve(l net.Listener) error { return n.server.Serve(l) }
+
+// Shutdown stops accepting, lets running activations finish within the
+// grace period (then interrupts them), waits for every handler and
+// activation, releases every permit, stops the sampler and closes the
+// guest runtime and the catalog. It is idempotent; an error names what
+// did not end cleanly.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.shutdownOnce.Do(func() { n.shutdownErr = n.shutdown(ctx) })
+	return n.shutdownErr
+}
+
+func (n *Node) shutdown(ctx context.Context) error {
+	var errs []error
+	graceCtx, cancel := context.WithTimeout(ctx, n.cfg.ShutdownGrace)
+	err := n.server.Shutdown(graceCtx)
+	cancel()
+	if err != nil {
+		n.cfg.Logger.Warn("latentd: grace period over; interrupting running activations")
+		n.hardStopNow()
+		_ = n.server.Close()
+	}
+	n.inflight.Wait()
+	n.hardStopNow()
+	n.pipe.Close()
+	n.stopSampler()
+	if err := n.cfg.Guests.Close(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("latentd: guests: %w", err))
+	}
+	n.catalogOpen.Store(false)
+	if err := n.catalog.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("latentd: catalog: %w", err))
+	}
+	if live := n.provider.LiveReservations(); live != 0 {
+		errs = append(errs, fmt.Errorf("latentd: %d reservations still live after shutdown", live))
+	}
+	return errors.Join(errs...)
+}
+
+func (n *Node) stopSampler() {
+	if n.samplerStop != nil {
+		n.samplerStop()
+		<-n.samplerDone
+		n.samplerStop = nil
+	}
+}
