@@ -9,7 +9,9 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"latent.dev/admission/core"
+	"latent.dev/admission/core/atomicledger"
 	"latent.dev/admission/internal/model"
+	"latent.dev/admission/policy"
 )
 
 var sinkTime time.Time
@@ -172,4 +174,37 @@ func BenchmarkParallel(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkCriticalSection is the time one admit-start-release cycle holds
+// the ledger mutex: the three transactions with what runs inside them
+// (the commit's clock resample, duplicate and capacity checks, backlog
+// read and reservation; the start's resample and queued-slot return; the
+// release). No number of cores can push more cycles per second through
+// the mutex than 1s divided by it, so bound-cycles/s is the ceiling that
+// docs/scaling.md derives the many-core figures from.
+func BenchmarkCriticalSection(b *testing.B) {
+	e := newEnv(b, 4, 0.2)
+	l := atomicledger.New(policy.MustCompile(e.policy))
+	r := atomicledger.Reservation{CPUFuel: 1, MemoryBytes: 1}
+	fp := atomicledger.FingerprintOf(0, "cs")
+	first := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		var tk atomicledger.Ticket
+		l.Update(func(tx atomicledger.Tx) {
+			sinkDuration = time.Since(first)
+			if tx.Contains(fp, 0, "cs") || tx.Shortfall(&r).Scope != atomicledger.NoScope {
+				b.Fatal("the ledger refused the reservation")
+			}
+			sinkDuration += time.Duration(tx.CellBacklog(0))
+			tk = tx.Reserve(fp, "cs", r)
+		})
+		l.Update(func(tx atomicledger.Tx) {
+			sinkDuration = time.Since(first)
+			tx.Start(tk)
+		})
+		l.Update(func(tx atomicledger.Tx) { tx.Release(tk) })
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "bound-cycles/s")
 }
