@@ -19,18 +19,19 @@
 //
 // # Generations
 //
-// Every Deploy and Delete that succeeds takes the next value of one
+// Every Deploy, Delete and Apply that succeeds takes the next value of one
 // catalog-wide counter, and the counter never goes back: a number that was
 // handed to a change is never handed to another, even when that change's
 // store write failed (the write may have reached the disk). A change that
-// fails validation or capacity, or a Delete of a missing deployment
-// ([ErrNotDeployed]), takes no number. Every store write records the
+// fails validation or capacity, a Delete of a missing deployment
+// ([ErrNotDeployed]), or an Apply with no changes, takes no number. Every store write records the
 // highest number handed out, so a catalog reopened from its store carries
 // on above every number the last writer acknowledged, deletions included,
 // and above the numbers of failed changes once any later write succeeded
-// ([Catalog.Close] makes one; see "Failed writes"). Each deployment records the
-// generation it was deployed at, and a resolved revision carries that
-// number (policy.ResolvedRevision.Generation). A pin's own generation
+// ([Catalog.Close] makes one; see "Failed writes"). Each deployment records
+// the generation it was deployed at (all the deployments of one Apply
+// share one), and a resolved revision carries that number
+// (policy.ResolvedRevision.Generation). A pin's own generation
 // ([Pin.Generation]) is the counter's value when it was taken.
 //
 // So a revision resolved from an older pin stays valid in a newer pin for
@@ -38,22 +39,41 @@
 // taken after the deployment was replaced or deleted: the deployment there
 // either is absent or carries a newer generation.
 //
+// # Apply
+//
+// [Catalog.Apply] makes many deploys and deletes at one generation with
+// one store write and one fsync: all of them or none. It compiles and
+// validates every deployment and checks every delete against the current
+// view before it takes a generation or writes anything; a problem anywhere
+// fails the whole call with every problem listed by its path, and leaves
+// the catalog as it was. A (tenant, service) pair appears at most once in
+// one Apply, so the result does not depend on the order of its changes.
+//
 // # Pins and structure sharing
 //
-// The Catalog holds an atomic.Pointer to the current [Pin], an immutable
-// map from (tenant, service) to an immutable compiled deployment. Deploy
-// and Delete, serialized by a mutex, build a new map that shares every
-// untouched deployment by pointer (copy-on-write at the deployment level),
-// write the store, and publish the new pin last with one atomic store.
+// The Catalog holds an atomic.Pointer to the current [Pin]. A pin holds
+// its deployments in a persistent hash array mapped trie keyed by
+// (tenant, service): each node branches 32 ways on 5 bits of a seeded
+// 64-bit hash of the two names and stores only its occupied slots, so
+// 10,000 deployments sit about three nodes deep. A change copies the
+// nodes on the path to its key, O(log32 n) small copies, and shares every
+// other node, and every untouched compiled deployment, with the pins
+// before it; an Apply, and the rebuild of a view from its store, pass one
+// edit token to all their changes, so a node they created is changed in
+// place until they publish and never after. Keys whose full hashes are
+// equal share an overflow node below the last level; the seed is chosen
+// per process, so no one who picks names can aim them at one path.
+// Deploy, Delete and Apply, serialized by a mutex, build the new pin,
+// write the store, and publish the pin last with one atomic store.
 // [Catalog.Pin] is one atomic load: no lock, no copy. A held pin keeps
-// every deployment it references alive and unchanged, so it keeps serving
-// exactly its policy after a replacement or a deletion. A pin holds no
-// file and no lock; holding many old pins holds their memory, which is
-// not charged to the capacity.
+// every node and deployment it references alive and unchanged, so it
+// keeps serving exactly its policy after a replacement or a deletion. A
+// pin holds no file and no lock; holding many old pins holds their
+// memory, which is not charged to the capacity.
 //
-// [Pin.RevisionPolicy] is the admission-time lookup: two map lookups keyed
-// by strings taken from the request ((tenant, service), then (route,
-// revision)), then field comparisons of contract, function, release and
+// [Pin.RevisionPolicy] is the admission-time lookup: a trie walk keyed by
+// the hash of (tenant, service) from the request, a map lookup of the
+// route, a scan of the route's few revision IDs, then field comparisons of contract, function, release and
 // generation. It allocates nothing, blocks on nothing, touches no file and
 // compiles nothing; the returned policy is shared and immutable.
 //
@@ -96,40 +116,88 @@
 // # Store format
 //
 // A store is one file, [StoreFileName], in a directory the catalog owns:
+// an append-only log of checksummed records, grouped into transactions
+// that each end in a commit record.
 //
-//	file   = magic "LATCAT\x00\x01", record..., end record
-//	record = kind (1 byte) | length (4 bytes, big endian) | payload
-//	         | SHA-256(kind | length | payload)
+//	file        = magic "LATCAT\x00\x03", header, transaction...
+//	record      = kind (1 byte) | length (4 bytes, big endian)
+//	              | CRC-32C(kind | length) | payload | SHA-256(kind | length | payload)
+//	transaction = change record... commit record
 //
-// The records are: a header (format version, catalog generation, the
-// highest generation handed out, capacity, number of deployments); per
-// deployment, oldest generation first, a
-// deployment record (tenant, service, generation, number of routes)
+// The header holds the format version (3) and the capacity. A deployment
+// is a deployment record (tenant, service, generation, number of routes)
 // followed per route by a route record (name, contract, function, number
 // of revisions) and its revision records (the canonical policy records);
-// and an end record holding the number of records before it and the
-// SHA-256 of every byte before it. Identities are not stored: they are
-// recomputed from content. [Open] checks the framing and every checksum
-// before it interprets anything, then rebuilds each deployment through the
-// same compilation and validation as Deploy, and insists that every
-// revision record is byte for byte what the writer would write. Any
-// failure is a *[StoreError] naming the file, the record and the reason
-// ([ErrStoreMissing], [ErrTruncated], [ErrChecksumMismatch],
-// [ErrMalformed]); there is no partial catalog. The format version is 2;
-// a version 1 header, which lacks the highest generation handed out, still
-// opens, taking its catalog generation for it.
+// a delete is one record naming (tenant, service). A commit holds the
+// generation, the highest generation handed out, the number of records in
+// its transaction, and a chain digest: SHA-256 of the previous commit's
+// digest (for the first, of the magic and header) and the bytes of the
+// transaction's records, so every commit vouches for the whole file
+// before it. The CRC of the kind and length tells a damaged length from a
+// file that ends early.
 //
-// # Crash safety
+// The first transaction is a snapshot: every deployment of a view, oldest
+// generation first, each at its own generation. A rewrite (below) writes
+// such a file; every later change appends one transaction, its
+// deployments at its commit's generation, which must exceed every
+// generation the file handed out before. Identities are not stored: they
+// are recomputed from content. [Open] checks every record's CRC and
+// SHA-256 and every commit's chain digest before it interprets anything,
+// applies each transaction only once its commit has checked, rebuilds each
+// deployment through the same compilation and validation as Deploy, and
+// insists that every record is byte for byte what the writer would write.
+// Any failure is a *[StoreError] naming the file, the record and the
+// reason ([ErrStoreMissing], [ErrTruncated], [ErrChecksumMismatch],
+// [ErrMalformed]); there is no partial catalog.
 //
-// A write encodes the whole catalog, writes it to a temporary file in the
-// directory, fsyncs it, closes it, renames it over the store and fsyncs
-// the directory. A crash before the rename leaves the old store (and a
-// temporary file that the directory's next owner ignores and removes); a crash after it leaves
-// the new one: a reader sees exactly the old or the new generation. A
-// store-backed catalog ([Create], [Open]) writes before it publishes, so a
-// change whose write failed is never visible in a pin; its generation is
-// still spent, because a failed fsync or directory fsync says nothing
-// about whether the data reached the disk.
+// # Migration
+//
+// Formats 1 and 2 (magic "LATCAT\x00\x01") held one snapshot per file,
+// rewritten whole on every change; format 1 lacks the highest generation
+// handed out. Open reads such a store with every check it always had, then
+// rewrites it as a format 3 snapshot (the rewrite below, under the lock)
+// before it returns; a version 1 store's generation serves as its mark. A
+// damaged earlier store is refused as before and left untouched; a failed
+// rewrite fails Open (Op "migrate: ...") and leaves the earlier store
+// until the rename, or the new one after it: either opens next time. A
+// release before format 3 refuses a migrated store as "not a catalog
+// store".
+//
+// # Appends, torn tails and rewrites
+//
+// A change encodes only what it changes (its deployments' records, or a
+// delete record, and a commit), writes them at the end of the file in one
+// write and fsyncs once. Its cost does not depend on the catalog's size.
+// A store-backed catalog writes before it publishes, so a change whose
+// write failed is never visible in a pin.
+//
+// A crash during an append leaves a torn tail: the file ends inside the
+// transaction, or from some byte of it on holds only zeros (the file grew
+// before its data reached the disk). Open drops a torn tail back to the
+// last commit, cuts it off the file and appends from there; nothing of an
+// uncommitted transaction is ever visible, and every acknowledged change
+// was fsynced, so it lies before the tail. Anything else that fails a
+// check is damage, and Open refuses it, in the last transaction too: a
+// flipped bit is not a torn write. A store cut short at any byte after its
+// first commit opens at the last commit before the cut, because an
+// append-only file cannot tell that cut from a crash; a store cut before
+// its first commit is [ErrTruncated]. A torn tail whose lost page is
+// followed by data that did reach the disk (writeback reordered within
+// one append) reads as damage and is refused; on the file systems Linux
+// uses for such stores an append's data reaches the disk before the size
+// that covers it.
+//
+// Replaced and deleted deployments and old commits stay in the file as
+// garbage. When an append would leave more garbage than live data (the
+// records of the current deployments), and at least 1 MiB of it, the
+// store rewrites itself instead: it encodes the new view as a snapshot,
+// writes it to a temporary file in the directory, fsyncs it, renames it
+// over the store and fsyncs the directory, then appends to the new file.
+// A crash before the rename leaves the old store (and a temporary file
+// that the directory's next owner removes); after it, the new one. Each
+// rewrite costs the live data once and follows at least as many appended
+// bytes, so on average a change costs a constant multiple of what it
+// writes. [Catalog.WriteStore] writes such a snapshot too.
 //
 // # Store lock
 //
@@ -159,42 +227,47 @@
 // in the one catalog that owns the directory, which is what keeps one
 // number from being handed to two changes.
 //
-// After Close, Deploy and Delete fail with [ErrClosed]; Close is
+// After Close, Deploy, Delete and Apply fail with [ErrClosed]; Close is
 // idempotent, and pins keep working. A catalog that is dropped without
 // Close keeps its lock until the garbage collector finalizes the file, or
 // the process exits.
 //
 // # Failed writes
 //
-// A Deploy or Delete whose store write fails returns a *[StoreError] whose
-// Op names the step ("create temporary file", "write", "fsync", "close",
-// "rename", "fsync directory") and is never published: no pin shows it,
-// and the next change builds on the view before it. Its generation is
-// spent. Up to the rename the store file is untouched, and the failed
-// change is gone for good; if the process then ends before any later
-// write succeeds (Close included), a later process may hand that number
-// out again, which is harmless: no file and no pin ever carried it.
+// A Deploy, Delete or Apply whose store write fails returns a
+// *[StoreError] whose Op names the step ("write", "fsync" for an append;
+// "create temporary file", "write", "fsync", "rename", "fsync directory"
+// for a rewrite) and is never published: no pin shows it, and the next
+// change builds on the view before it. Its generation is spent. After a
+// failed write the catalog never appends to that file again, since what
+// it holds past the last commit is unknown (after a failed fsync, Linux
+// may even drop data it reported written): the next write rewrites the
+// store from the published view. A rewrite that fails before its rename
+// leaves the store file untouched, and the failed change is gone for
+// good; if the process then ends before any later write succeeds (Close
+// included), a later process may hand that number out again, which is
+// harmless: no file and no pin ever carried it.
 //
-// A failure of the directory fsync, after the rename, is the one case in
-// which the change may still be on disk. The rename has already replaced
-// the store file in the running system, but the replacement is not known
-// to be durable. What a caller can rely on:
+// A failed write or fsync of an append, or a failed directory fsync after
+// a rewrite's rename, may leave the change in the file: the bytes are in
+// the running system's file, but not known to be durable. What a caller
+// can rely on:
 //
 //   - the call returns an error, and the in-memory catalog is not updated;
 //   - the generation is spent: this process never hands it out again, and
-//     a later process that opens the store does not either once the new
-//     file survived or any later write succeeded. Only a machine crash
-//     that takes the rename back before such a write can let the number
-//     come round again, and then no pin ever showed it;
+//     a later process that opens the store does not either once the file
+//     that holds it survived or any later write succeeded. Only a machine
+//     crash that takes the write back before such a write can let the
+//     number come round again, and then no pin ever showed it;
 //   - until the catalog's next successful write, the directory may hold
-//     either the old file or the new one: a machine crash can leave
-//     either, and a process that exits without Close leaves the new one,
-//     so a later Open can find the change the caller was told failed;
-//   - the next successful write replaces the file with the published view,
-//     which does not hold the change. That is the next Deploy or Delete,
-//     [Catalog.WriteStore] to the catalog's own directory, or Close, which
-//     writes the published view once more when a write failed since the
-//     last one that succeeded.
+//     the store with or without the change: a machine crash can leave
+//     either, and a process that exits without Close leaves it in, so a
+//     later Open can find the change the caller was told failed;
+//   - the next successful write rewrites the file from the published
+//     view, which does not hold the change. That is the next Deploy,
+//     Delete or Apply, [Catalog.WriteStore] to the catalog's own
+//     directory, or Close, which rewrites the published view once more
+//     when a write failed since the last one that succeeded.
 //
 // So the outcome of a failed change is unknown until a later write
 // succeeds. Deploy replaces a deployment whole, so the safe answer to a
