@@ -58,8 +58,8 @@ func mutate(src []byte, line, col int, mutator string) ([]byte, error) {
 
 // retestUncovered tests, in a copy of the module, each mutant gremlins
 // left untested for want of a coverage block, and sets its status:
-// KILLED when the package's tests fail, TIMED OUT when they run past the
-// limit, LIVED when they pass.
+// NOT VIABLE when it does not build, KILLED when the package's tests
+// fail, TIMED OUT when they run past the limit, LIVED when they pass.
 func retestUncovered(root, pkg string, mutants []Mutant) error {
 	var todo []int
 	for i, m := range mutants {
@@ -102,8 +102,14 @@ func retestUncovered(root, pkg string, mutants []Mutant) error {
 }
 
 // runTests runs pkg's tests in module copy dir and maps the outcome to a
-// gremlins status.
+// gremlins status: a mutant that does not build is NOT VIABLE, as
+// gremlins calls it.
 func runTests(dir, pkg string) string {
+	build := exec.Command("go", "build", "./"+pkg)
+	build.Dir = dir
+	if build.Run() != nil {
+		return statusNotViable
+	}
 	const limit = 10 * time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
@@ -114,8 +120,6 @@ func runTests(dir, pkg string) string {
 	case ctx.Err() != nil:
 		return statusTimedOut
 	case err != nil:
-		// A mutant that does not compile fails go test too; either way no
-		// test passed with it.
 		return statusKilled
 	}
 	return statusLived
