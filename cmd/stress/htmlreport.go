@@ -198,7 +198,7 @@ func (r *report) charts(p *reportPage) {
 		x[i], adm[i], rej[i] = float64(s.tick), float64(s.admitted), float64(s.rejected)
 	}
 	p.Throughput = htmltemplate.HTML(svgchart.Line{ID: "throughput-chart", Title: "Admitted and rejected requests per second",
-		XLabel: "seconds into the soak", YLabel: "requests per second", X: x, Area: true, Width: 1180, Height: 320,
+		XLabel: "seconds into the soak", YLabel: "requests per second", X: x, Area: true,
 		Series:  []svgchart.Series{{Name: "admitted", Color: colorAdmitted, Values: adm}, {Name: "rejected", Color: colorRejected, Values: rej}},
 		FormatX: func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) + "s" }}.SVG())
 

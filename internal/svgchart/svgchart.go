@@ -5,11 +5,12 @@
 // <svg> element to inline in an HTML page (inline SVG in HTML needs no
 // namespace declaration, so the output names no URL at all).
 //
-// Every mark carries its number twice, so that a reader, a test or a
-// browser check can read back what the chart shows: as data- attributes
-// (data-series, data-label, data-x, data-value, data-lo, data-hi,
-// data-count) and as the text of a <title> child, which a browser shows
-// as a tooltip. The chart's own id is the <svg>'s id.
+// Every mark carries its number twice, exactly, so that a reader, a test
+// or a browser check can read back what the chart shows: as data-
+// attributes (data-series, data-label, data-x, data-value, data-lo,
+// data-hi, data-count) and in the text of a <title> child, which a
+// browser shows as a tooltip. Ticks and the labels drawn beside bars may
+// be rounded (1.5k). The chart's own id is the <svg>'s id.
 package svgchart
 
 import (
@@ -25,11 +26,11 @@ import (
 // sets width 100%), so the width only fixes the proportions and the text
 // size relative to the plot: give a chart about the width in pixels it
 // will have, and its text will be about the size of the page's.
-const DefaultWidth = 600
+const DefaultWidth = 480
 
 const (
-	fontSize  = 15
-	tickSize  = 13
+	fontSize  = 14
+	tickSize  = 12
 	marginTop = 34 // room for the legend
 	lineColor = "#5b6470"
 	gridColor = "#e3e6ea"
@@ -209,7 +210,7 @@ func (c Line) SVG() string {
 				break
 			}
 			fmt.Fprintf(&s.b, `<circle class="mark" cx="%s" cy="%s" r="3.5" data-series="%s" data-x="%s" data-value="%s"><title>%s</title></circle>`,
-				num(sx(c.X[j])), num(sy(v)), esc(se.Name), raw(c.X[j]), raw(v), esc(fmt.Sprintf("%s at %s: %s", se.Name, fx(c.X[j]), fy(v))))
+				num(sx(c.X[j])), num(sy(v)), esc(se.Name), raw(c.X[j]), raw(v), esc(fmt.Sprintf("%s at %s: %s", se.Name, fx(c.X[j]), raw(v))))
 		}
 		s.b.WriteString("</g>")
 	}
@@ -225,13 +226,6 @@ func (c Line) SVG() string {
 func (c Bars) SVG() string {
 	fv := formatter(c.FormatValue)
 	n := max(1, len(c.Series))
-	barH, gap := 22.0, 12.0
-	rowH := barH*float64(n) + gap
-	top := 10.0
-	if n > 1 {
-		top = marginTop
-	}
-	h := int(top + rowH*float64(len(c.Categories)) + 50)
 	vmax := 0.0
 	for _, se := range c.Series {
 		vmax = math.Max(vmax, maxOf(se.Values))
@@ -241,12 +235,25 @@ func (c Bars) SVG() string {
 	}
 	ticks := niceTicks(0, vmax, 5)
 	vmax = ticks[len(ticks)-1]
+	w := width(c.Width)
+	// The category names stand left of their bars when they fit in 45% of
+	// the width, and above them when they do not.
 	labelW := 0.0
 	for _, cat := range c.Categories {
 		labelW = math.Max(labelW, textWidth(cat, fontSize))
 	}
-	w := width(c.Width)
-	labelW = math.Min(labelW, float64(w)*0.45)
+	above := labelW > float64(w)*0.45
+	barH, gap := 22.0, 12.0
+	labelH := 0.0
+	if above {
+		labelW, labelH, gap = -8, fontSize+4, 8
+	}
+	rowH := labelH + barH*float64(n) + gap
+	top := 10.0
+	if n > 1 {
+		top = marginTop
+	}
+	h := int(top + rowH*float64(len(c.Categories)) + 50)
 	// Room at the right for the value label of the longest bar.
 	valueW := 8.0
 	for _, se := range c.Series {
@@ -269,7 +276,12 @@ func (c Bars) SVG() string {
 	}
 	for i, cat := range c.Categories {
 		y0 := p.top + rowH*float64(i) + gap/2
-		s.text(p.left-8, y0+barH*float64(n)/2+5, `text-anchor="end" class="category"`, cat)
+		if above {
+			s.text(p.left, y0+fontSize-1, `class="category"`, cat)
+			y0 += labelH
+		} else {
+			s.text(p.left-8, y0+barH*float64(n)/2+5, `text-anchor="end" class="category"`, cat)
+		}
 		for j, se := range c.Series {
 			if i >= len(se.Values) {
 				continue
@@ -281,9 +293,9 @@ func (c Bars) SVG() string {
 			}
 			y := y0 + barH*float64(j)
 			w := math.Max(sx(v)-p.left, 0)
-			title := cat + ": " + fv(v)
+			title := cat + ": " + raw(v)
 			if se.Name != "" {
-				title = cat + ", " + se.Name + ": " + fv(v)
+				title = cat + ", " + se.Name + ": " + raw(v)
 			}
 			fmt.Fprintf(&s.b, `<rect class="mark" x="%s" y="%s" width="%s" height="%s" fill="%s" data-label="%s" data-series="%s" data-value="%s"><title>%s</title></rect>`,
 				num(p.left), num(y+1), num(w), num(barH-2), esc(col), esc(cat), esc(se.Name), raw(v), esc(title))

@@ -14,7 +14,7 @@ import (
 type element struct {
 	name  string
 	attrs map[string]string
-	text  string // the text of its <title> child, when it has one
+	text  string // a <text>'s own text, or the text of a <title> child
 }
 
 // parse checks that doc is well-formed XML with an <svg> root and
@@ -49,6 +49,8 @@ func parse(t *testing.T, doc string) []element {
 		case xml.CharData:
 			if len(stack) >= 2 && out[stack[len(stack)-1]].name == "title" {
 				out[stack[len(stack)-2]].text += string(tk)
+			} else if len(stack) >= 1 && out[stack[len(stack)-1]].name == "text" {
+				out[stack[len(stack)-1]].text += string(tk)
 			}
 		}
 	}
@@ -83,8 +85,8 @@ func TestLineMarksCarryEveryValue(t *testing.T) {
 	got := map[string][]string{}
 	for _, m := range marks(es) {
 		got[m.attrs["data-series"]] = append(got[m.attrs["data-series"]], m.attrs["data-x"]+"="+m.attrs["data-value"])
-		if !strings.Contains(m.text, m.attrs["data-series"]) {
-			t.Errorf("mark title %q does not name its series", m.text)
+		if !strings.HasPrefix(m.text, m.attrs["data-series"]+" at ") || !strings.HasSuffix(m.text, ": "+m.attrs["data-value"]) {
+			t.Errorf("mark title %q does not name its series and exact value", m.text)
 		}
 	}
 	want := map[string][]string{"admitted": {"1=10", "2=2500", "3=7"}, "rejected": {"1=0", "2=3", "3=1"}}
@@ -134,6 +136,9 @@ func TestBarsAreProportionalAndLabeled(t *testing.T) {
 	for i, want := range []string{"capacity-exhausted=400", "principal-not-authorized=100", "zero=0"} {
 		if got := ms[i].attrs["data-label"] + "=" + ms[i].attrs["data-value"]; got != want {
 			t.Errorf("mark %d is %s, want %s", i, got, want)
+		}
+		if got := strings.Replace(ms[i].text, ": ", "=", 1); got != want {
+			t.Errorf("mark %d's title is %q, want %s", i, ms[i].text, want)
 		}
 	}
 	for _, s := range []string{"capacity-exhausted", "400", "100", "rejections"} {
@@ -241,6 +246,33 @@ func TestTicks(t *testing.T) {
 	for v, want := range map[float64]string{0: "0", 950: "950", 1500: "1.5k", 23449999: "23.4M", 1e9: "1G", 0.25: "0.25"} {
 		if got := Compact(v); got != want {
 			t.Errorf("Compact(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// Category names stay inside the chart: beside their bars when they fit,
+// above them when they are long.
+func TestBarLabelsStayInside(t *testing.T) {
+	for _, cats := range [][]string{{"goroutines", "threads"}, {"unsupported-execution-requirement", "placement-not-compatible"}} {
+		doc := Bars{ID: "b", Categories: cats, Series: []Series{{Values: []float64{3, 1}}}}.SVG()
+		var n int
+		for _, e := range parse(t, doc) {
+			if e.attrs["class"] != "category" {
+				continue
+			}
+			n++
+			x, _ := strconv.ParseFloat(e.attrs["x"], 64)
+			w := textWidth(e.text, fontSize)
+			lo, hi := x, x+w
+			if e.attrs["text-anchor"] == "end" {
+				lo, hi = x-w, x
+			}
+			if lo < 0 || hi > DefaultWidth {
+				t.Errorf("label %q spans [%v, %v], outside [0, %d]", e.text, lo, hi, DefaultWidth)
+			}
+		}
+		if n != len(cats) || !strings.Contains(doc, ">"+cats[0]+"</text>") {
+			t.Errorf("%d category labels, want %d", n, len(cats))
 		}
 	}
 }
