@@ -12,7 +12,7 @@ import (
 
 // edgeOnly are modules that the edge may bring and an embedder of core,
 // policy and catalog must never see.
-var edgeOnly = []string{"github.com/prometheus/client_golang", "github.com/tetratelabs/wazero"}
+var edgeOnly = []string{"github.com/prometheus/client_golang", "github.com/tetratelabs/wazero", "github.com/chromedp/chromedp"}
 
 // goList runs the go command's list with args in dir, outside any
 // workspace, and returns the first field of each line. Extra environment
@@ -77,8 +77,9 @@ func consumerCopy(t *testing.T) string {
 	return dst
 }
 
-// An embedder that imports only core, policy and catalog gets neither
-// the Prometheus client nor the Wasm runtime in its module graph.
+// An embedder that imports only core, policy and catalog gets none of the
+// edge's modules (the Prometheus client, the Wasm runtime, the browser
+// driver of the edge's tests) in its module graph.
 func TestConsumerOfTheLibraryGetsNoEdgeDependency(t *testing.T) {
 	// -mod=mod lets go list complete the copy's go.sum with the go.mod
 	// hashes of the whole graph.
