@@ -290,14 +290,16 @@ func (tn *testNode) do(method, path, token string, body []byte, headers ...strin
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Add(headers[i], headers[i+1])
 	}
+	// Errorf, not Fatal: callers run this on goroutines of their own.
 	resp, err := tn.client.Do(req)
 	if err != nil {
-		tn.t.Fatal(err)
+		tn.t.Errorf("%s %s: %v", method, path, err)
+		return response{}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		tn.t.Fatal(err)
+		tn.t.Errorf("%s %s: reading the body: %v", method, path, err)
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: data}
 }

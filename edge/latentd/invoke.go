@@ -92,8 +92,10 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 		n.answerAfterAdmission(w, zeroReport, err)
 		return
 	}
-	report, err := act.Wait(ctx)
-	if ctx.Err() != nil && err != nil && r.Context().Err() != nil {
+	// Waited for under the request's context, not ctx: a guest that the
+	// shutdown interrupts still has its outcome reported.
+	report, err := act.Wait(r.Context())
+	if err != nil && r.Context().Err() != nil {
 		return // the client is gone; the activation ends on its own
 	}
 	n.answerAfterAdmission(w, report, err)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -53,6 +54,10 @@ type Node struct {
 	adminMu sync.Mutex
 	view    atomic.Pointer[view] // written under adminMu
 }
+
+// answerAfterInterrupt is how long Shutdown waits, once it has
+// interrupted the guests, for their handlers to answer.
+const answerAfterInterrupt = 2 * time.Second
 
 // view is one pinned catalog generation and the controller over it.
 type view struct {
@@ -238,8 +243,13 @@ func (n *Node) shutdown(ctx context.Context) error {
 	err := n.server.Shutdown(graceCtx)
 	cancel()
 	if err != nil {
+		// Interrupt the guests, give their handlers a moment to answer
+		// (Latent-Outcome: canceled), then close whatever is left.
 		n.cfg.Logger.Warn("latentd: grace period over; interrupting running activations")
 		n.hardStopNow()
+		answerCtx, cancel := context.WithTimeout(ctx, answerAfterInterrupt)
+		_ = n.server.Shutdown(answerCtx)
+		cancel()
 		_ = n.server.Close()
 	}
 	n.inflight.Wait()
