@@ -2,6 +2,7 @@ package latentd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,15 +58,12 @@ func (n *Node) putArtifact(w http.ResponseWriter, r *http.Request) {
 		edgeError(w, http.StatusBadRequest, edgeErrorBody{Error: "the digest must be 64 lowercase hex digits", Path: "hex"})
 		return
 	}
-	data, ok := readBody(w, r, n.cfg.MaxArtifactBytes)
-	if !ok {
-		return
-	}
-	if err := n.cfg.Guests.PutArtifact(hexDigest, data); err != nil {
+	if err := n.cfg.Guests.PutArtifact(hexDigest, r.Body); err != nil {
+		w.Header().Set("Connection", "close")
 		edgeError(w, http.StatusBadRequest, edgeErrorBody{Error: "artifact refused: " + err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"digest": "sha256:" + hexDigest, "bytes": len(data)})
+	writeJSON(w, http.StatusOK, map[string]string{"digest": "sha256:" + hexDigest})
 }
 
 // putDeployment serves PUT /v1/admin/deployments/{tenant}/{service}: the
@@ -86,20 +84,22 @@ func (n *Node) putDeployment(w http.ResponseWriter, r *http.Request) {
 		edgeError(w, http.StatusBadRequest, edgeErrorBody{Error: "the deployment's tenant and service must be the path's", Path: "$.tenant"})
 		return
 	}
-	for i, route := range d.Routes {
-		for j, rev := range route.Revisions {
-			if err := n.cfg.Guests.Prepare(r.Context(), rev.Release.ArtifactDigest); err != nil {
-				edgeError(w, http.StatusUnprocessableEntity, edgeErrorBody{
-					Error: "artifact " + rev.Release.ArtifactDigest + " is missing or does not compile: " + err.Error(),
-					Path:  fmt.Sprintf("$.routes[%d].revisions[%d].release.artifact_digest", i, j)})
-				return
-			}
-		}
+	if err := n.cfg.Guests.Deploy(r.Context(), d); err != nil {
+		edgeError(w, http.StatusUnprocessableEntity, edgeErrorBody{Error: "refused: " + err.Error(), Path: "$.routes"})
+		return
 	}
 	n.adminMu.Lock()
+	previous, _, hadPrevious := n.catalog.Pin().Deployment(tenant, service)
 	gen, err := n.catalog.Deploy(d)
 	if err == nil {
 		n.publishViewLocked()
+	} else if hadPrevious {
+		// The runtime already switched to d: switch it back.
+		if undoErr := n.cfg.Guests.Deploy(context.Background(), previous); undoErr != nil {
+			n.cfg.Logger.Error("latentd: restoring the previous deployment's guests failed", "tenant", tenant, "service", service, "err", undoErr)
+		}
+	} else {
+		n.cfg.Guests.Undeploy(tenant, service)
 	}
 	n.adminMu.Unlock()
 	if err != nil {
@@ -112,9 +112,12 @@ func (n *Node) putDeployment(w http.ResponseWriter, r *http.Request) {
 // deleteDeployment serves DELETE /v1/admin/deployments/{tenant}/{service}.
 func (n *Node) deleteDeployment(w http.ResponseWriter, r *http.Request) {
 	n.adminMu.Lock()
-	gen, err := n.catalog.Delete(r.PathValue("tenant"), r.PathValue("service"))
+	tenant, service := r.PathValue("tenant"), r.PathValue("service")
+	gen, err := n.catalog.Delete(tenant, service)
 	if err == nil {
 		n.publishViewLocked()
+		// Guests still running keep their module until they stop.
+		n.cfg.Guests.Undeploy(tenant, service)
 	}
 	n.adminMu.Unlock()
 	if err != nil {

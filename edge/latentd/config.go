@@ -16,7 +16,6 @@ const (
 	DefaultListen             = "127.0.0.1:8080"
 	DefaultRetryAfterSeconds  = uint32(1)
 	DefaultShutdownGrace      = 10 * time.Second
-	DefaultMaxArtifactBytes   = 64 << 20
 	DefaultMaxDeploymentBytes = 1 << 20
 	DefaultReadHeaderTimeout  = 5 * time.Second
 	DefaultIdleTimeout        = 60 * time.Second
@@ -55,9 +54,8 @@ type Config struct {
 	// ShutdownGrace is how long Shutdown lets running activations finish
 	// before it interrupts them; zero is DefaultShutdownGrace.
 	ShutdownGrace time.Duration
-	// MaxArtifactBytes and MaxDeploymentBytes bound the administrator
-	// uploads; zero is the default.
-	MaxArtifactBytes   int64
+	// MaxDeploymentBytes bounds a deployment upload; zero is the
+	// default. (Artifacts are bounded by the guest runtime.)
 	MaxDeploymentBytes int64
 	// Server timeouts against slow clients; zero is the default.
 	// ReadTimeout and WriteTimeout default to the node's wall-time
@@ -87,9 +85,6 @@ func (c *Config) setDefaults(ceiling time.Duration) error {
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
-	}
-	if c.MaxArtifactBytes <= 0 {
-		c.MaxArtifactBytes = DefaultMaxArtifactBytes
 	}
 	if c.MaxDeploymentBytes <= 0 {
 		c.MaxDeploymentBytes = DefaultMaxDeploymentBytes

@@ -67,12 +67,13 @@ type fakeGuests struct {
 
 	mu        sync.Mutex
 	artifacts map[string][]byte // guarded by mu
+	deployed  map[string]bool   // tenant/service; guarded by mu
 	closed    bool              // guarded by mu
 }
 
 func newFakeGuests() *fakeGuests {
 	g := &fakeGuests{hold: make(chan struct{}), started: make(chan struct{}, 256),
-		artifacts: map[string][]byte{demoDigest: []byte("\x00asm\x01\x00\x00\x00")}}
+		artifacts: map[string][]byte{demoDigest: []byte("\x00asm\x01\x00\x00\x00")}, deployed: map[string]bool{}}
 	g.backend = synthetic.New(g.plan)
 	return g
 }
@@ -101,20 +102,39 @@ func (g *fakeGuests) Backends() map[string]runner.Backend {
 	return map[string]runner.Backend{"wasm": g.backend}
 }
 
-func (g *fakeGuests) Prepare(_ context.Context, digest string) error {
+func (g *fakeGuests) Deploy(_ context.Context, d catalog.Deployment) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	content, ok := g.artifacts[digest]
-	if !ok {
-		return errors.New("artifact missing")
+	for _, route := range d.Routes {
+		for _, rev := range route.Revisions {
+			digest := rev.Release.ArtifactDigest
+			content, ok := g.artifacts[digest]
+			if !ok {
+				return errors.New("artifact " + digest + ": missing")
+			}
+			if !bytes.HasPrefix(content, []byte("\x00asm")) {
+				return errors.New("artifact " + digest + ": not a WebAssembly module")
+			}
+		}
 	}
-	if !bytes.HasPrefix(content, []byte("\x00asm")) {
-		return errors.New("not a WebAssembly module")
-	}
+	g.deployed[d.Tenant+"/"+d.Service] = true
 	return nil
 }
 
-func (g *fakeGuests) PutArtifact(hexDigest string, content []byte) error {
+func (g *fakeGuests) Undeploy(tenant, service string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.deployed, tenant+"/"+service)
+}
+
+func (g *fakeGuests) PutArtifact(hexDigest string, r io.Reader) error {
+	content, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
+	if err != nil {
+		return err
+	}
+	if len(content) > 1<<20 {
+		return errors.New("too large")
+	}
 	if digestHex(string(content)) != hexDigest {
 		return errors.New("content does not match the digest")
 	}

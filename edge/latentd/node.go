@@ -181,25 +181,15 @@ func openCatalog(cfg Config) (*catalog.Catalog, error) {
 	return c, nil
 }
 
-// prepareAll prepares the artifact of every revision pin holds.
+// prepareAll hands every deployment pin holds to the guest runtime.
 func (n *Node) prepareAll(pin *catalog.Pin) error {
-	done := map[string]bool{}
 	for _, key := range pin.Deployments() {
 		d, _, ok := pin.Deployment(key.Tenant, key.Service)
 		if !ok {
 			continue
 		}
-		for _, route := range d.Routes {
-			for _, rev := range route.Revisions {
-				digest := rev.Release.ArtifactDigest
-				if done[digest] {
-					continue
-				}
-				if err := n.cfg.Guests.Prepare(context.Background(), digest); err != nil {
-					return fmt.Errorf("latentd: deployment %s/%s route %s: artifact %s: %w", key.Tenant, key.Service, route.Name, digest, err)
-				}
-				done[digest] = true
-			}
+		if err := n.cfg.Guests.Deploy(context.Background(), d); err != nil {
+			return fmt.Errorf("latentd: deployment %s/%s: %w", key.Tenant, key.Service, err)
 		}
 	}
 	return nil
