@@ -81,3 +81,10 @@ func trimPrefix(err error) string {
 	}
 	return s
 }
+
+// Causes of an interruption the backend itself decides, read back from
+// the run's context.
+var (
+	errFuelExhausted  = errors.New("guest: cpu fuel exhausted")
+	errOutputTooLarge = errors.New("guest: standard output over the response bound")
+)

@@ -1,0 +1,301 @@
+package guest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"latent.dev/admission/catalog"
+	"latent.dev/admission/node/cellpool"
+	"latent.dev/admission/node/runner"
+)
+
+// DefaultMaxModules is the compiled-module cache's capacity when Config
+// names none.
+const DefaultMaxModules = 64
+
+// DefaultMaxMemoryBytes is the runtime's memory ceiling when Config names
+// none: 4 GiB, the most a 32-bit WebAssembly memory can address.
+const DefaultMaxMemoryBytes = 1 << 32
+
+// Config configures a Backend.
+type Config struct {
+	// Artifacts is where deployed modules are loaded from; required.
+	Artifacts *Store
+	// MaxResponseBytes bounds a guest's standard output (the response
+	// body); required, positive. Output beyond it makes the guest trap.
+	MaxResponseBytes int64
+	// FuelPerMillisecond is the rate at which execution time burns CPU
+	// fuel; zero means DefaultFuelPerMillisecond (one unit per
+	// nanosecond).
+	FuelPerMillisecond uint64
+	// MaxMemoryBytes is the node's ceiling on any guest's linear memory,
+	// rounded down to whole 64 KiB pages: a module whose initial memory
+	// is larger does not compile. Each guest is held to its own grant
+	// below it. Zero means DefaultMaxMemoryBytes.
+	MaxMemoryBytes uint64
+	// MaxModules bounds the compiled modules kept at once (distinct
+	// digests referenced by deployments, see Deploy); zero means
+	// DefaultMaxModules.
+	MaxModules int
+}
+
+// Backend is a node/runner Backend that runs WASI command modules on
+// wazero. Deploy and Undeploy name the modules each (tenant, service)
+// may run, compiling each digest once; Run instantiates a fresh instance
+// per activation and closes it before returning. It is safe for
+// concurrent use.
+//
+// A Backend must not be copied after first use.
+type Backend struct {
+	noCopy noCopy
+
+	store      *Store
+	maxOutput  int64
+	fuelRate   uint64
+	maxModules int
+	runtime    wazero.Runtime
+	// wasi is what the runtime's WASI module exports, by name.
+	wasi map[string]api.FunctionDefinition
+
+	mu sync.Mutex
+	// modules holds every compiled module, each with its reference count:
+	// one per deployed release that names it, one per running guest. A
+	// module whose count reaches zero is closed and dropped. Guarded by mu.
+	modules map[Digest]*cachedModule
+	// deployments maps each deployed pair to its release IDs' modules.
+	// Guarded by mu.
+	deployments map[catalog.DeploymentKey]map[string]*module
+	// cells holds the cells with a guest on them now, and those whose
+	// guest's instance did not close cleanly, until Reset. Guarded by mu.
+	cells  map[cellpool.CellID]cellState
+	closed bool // guarded by mu
+}
+
+type cachedModule struct {
+	module *module
+	refs   int
+}
+
+// cellState is a cell's entry in Backend.cells; a cell without one is
+// clean.
+type cellState uint8
+
+const (
+	cellBusy  cellState = iota + 1 // a guest is on it
+	cellDirty                      // its guest's instance did not close cleanly
+)
+
+// New builds a backend: one wazero runtime (compiler where the platform
+// has one, else the interpreter) that closes an instance when its
+// context ends, with the memory ceiling, and WASI instantiated in it.
+// Close releases it.
+func New(ctx context.Context, cfg Config) (*Backend, error) {
+	if cfg.Artifacts == nil {
+		return nil, errors.New("guest: Config.Artifacts is required")
+	}
+	if cfg.MaxResponseBytes <= 0 {
+		return nil, errors.New("guest: Config.MaxResponseBytes must be positive")
+	}
+	if cfg.FuelPerMillisecond == 0 {
+		cfg.FuelPerMillisecond = DefaultFuelPerMillisecond
+	}
+	if cfg.MaxMemoryBytes == 0 {
+		cfg.MaxMemoryBytes = DefaultMaxMemoryBytes
+	}
+	if cfg.MaxModules <= 0 {
+		cfg.MaxModules = DefaultMaxModules
+	}
+	pages := min(cfg.MaxMemoryBytes/pageBytes, 1<<16)
+	if pages == 0 {
+		return nil, errors.New("guest: Config.MaxMemoryBytes is below one page")
+	}
+	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true).WithMemoryLimitPages(uint32(pages))
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
+		_ = r.Close(ctx)
+		return nil, err
+	}
+	wasi := r.Module(wasi_snapshot_preview1.ModuleName).ExportedFunctionDefinitions()
+	return &Backend{
+		store:       cfg.Artifacts,
+		maxOutput:   cfg.MaxResponseBytes,
+		fuelRate:    cfg.FuelPerMillisecond,
+		maxModules:  cfg.MaxModules,
+		runtime:     r,
+		wasi:        wasi,
+		modules:     map[Digest]*cachedModule{},
+		deployments: map[catalog.DeploymentKey]map[string]*module{},
+		cells:       map[cellpool.CellID]cellState{},
+	}, nil
+}
+
+// Close closes the runtime and every compiled module. Call it after the
+// pipeline has drained: a guest still running is closed with it and ends
+// as a platform failure.
+func (b *Backend) Close(ctx context.Context) error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.modules, b.deployments = map[Digest]*cachedModule{}, map[catalog.DeploymentKey]map[string]*module{}
+	b.mu.Unlock()
+	return b.runtime.Close(ctx)
+}
+
+// Run implements runner.Backend: it instantiates the module that g's
+// revision's release names in g's deployment, with g.Input as standard
+// input, calls _start under the grant's memory, the context's deadline
+// and the fuel clock, and closes the instance before returning.
+func (b *Backend) Run(ctx context.Context, g *runner.Guest) runner.Exit {
+	m := b.acquire(catalog.DeploymentKey{Tenant: g.Revision.Tenant, Service: g.Revision.Service}, g.Revision.Release)
+	if m == nil {
+		return runner.Exit{Kind: runner.ExitPlatformFailure}
+	}
+	defer b.release(m)
+	b.enter(g.Cell)
+	clean := false
+	defer func() { b.leave(g.Cell, clean) }()
+	exit, clean := b.execute(ctx, m, g)
+	return exit
+}
+
+// Reset implements runner.Backend: a cell is clean once its guest's
+// instance closed without error. Every instance is fresh, so nothing of
+// a guest survives it in the cell.
+func (b *Backend) Reset(cell cellpool.CellID) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, uncertain := b.cells[cell]
+	// Busy (a guest still on the cell) or dirty: either way the runner
+	// quarantines the cell, and its replacement has another ID, so the
+	// entry is done with.
+	delete(b.cells, cell)
+	if uncertain {
+		return ErrCellUncertain
+	}
+	return nil
+}
+
+func (b *Backend) enter(cell cellpool.CellID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cells[cell] = cellBusy
+}
+
+func (b *Backend) leave(cell cellpool.CellID, clean bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if clean {
+		delete(b.cells, cell)
+	} else {
+		b.cells[cell] = cellDirty
+	}
+}
+
+// execute runs one instance of m to its end. clean is false when the
+// instance could not be closed cleanly.
+func (b *Backend) execute(ctx context.Context, m *module, g *runner.Guest) (exit runner.Exit, clean bool) {
+	interrupted := runner.Exit{Kind: runner.ExitInterrupted}
+	if g.Meter.GrowMemory(m.minMemory) != nil {
+		// The module's initial memory alone is over the grant.
+		return interrupted, true
+	}
+	memory := newMeteredMemory(g.Meter, m.minMemory)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	out := &boundedOutput{limit: b.maxOutput, cancel: cancel}
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions().
+		WithStdin(bytes.NewReader(g.Input)).
+		WithStdout(out).
+		WithStderr(io.Discard).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithNanosleep(sleepUntil(runCtx)).
+		WithRandSource(rand.Reader)
+	inst, err := b.runtime.InstantiateModule(experimental.WithMemoryAllocator(runCtx, memory), m.compiled, cfg)
+	if err != nil {
+		if memory.refused {
+			return interrupted, true
+		}
+		return runner.Exit{Kind: runner.ExitPlatformFailure}, true
+	}
+	fuel := startFuel(g.Meter, b.fuelRate, cancel)
+	_, err = inst.ExportedFunction("_start").Call(runCtx)
+	fuel.stop()
+	// Closing frees the memory, which hands it back to the meter.
+	clean = inst.Close(context.WithoutCancel(ctx)) == nil
+	return b.exit(runCtx, err, memory, out), clean
+}
+
+// exit turns how _start ended into the runner's exit kind.
+func (b *Backend) exit(runCtx context.Context, err error, memory *meteredMemory, out *boundedOutput) runner.Exit {
+	var exitErr *sys.ExitError
+	isExit := errors.As(err, &exitErr)
+	switch {
+	case err == nil || (isExit && exitErr.ExitCode() == 0):
+		if out.overflow {
+			return runner.Exit{Kind: runner.ExitTrapped}
+		}
+		return runner.Exit{Kind: runner.ExitReturned, Output: out.buffer}
+	case out.overflow:
+		return runner.Exit{Kind: runner.ExitTrapped}
+	case runCtx.Err() != nil && isExit && closedByContext(exitErr.ExitCode()):
+		// Deadline, cancellation or fuel: the runner tells them apart
+		// from the meter and the clock.
+		return runner.Exit{Kind: runner.ExitInterrupted}
+	case memory.refused:
+		// The guest died of a refused memory growth, whether it trapped or
+		// exited (Go's runtime exits 2 when out of memory).
+		return runner.Exit{Kind: runner.ExitInterrupted}
+	case isExit:
+		return runner.Exit{Kind: runner.ExitDeclaredError, Output: out.buffer}
+	}
+	return runner.Exit{Kind: runner.ExitTrapped}
+}
+
+func closedByContext(code uint32) bool {
+	return code == sys.ExitCodeContextCanceled || code == sys.ExitCodeDeadlineExceeded
+}
+
+// sleepUntil is the guests' nanosleep: real time, but never past the
+// run's end, so a sleeping guest cannot hold its cell beyond its deadline
+// or fuel.
+func sleepUntil(ctx context.Context) func(ns int64) {
+	return func(ns int64) {
+		if ns <= 0 {
+			return
+		}
+		t := time.NewTimer(time.Duration(min(ns, math.MaxInt64)))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// noCopy makes go vet's copylocks check reject copies of the types that
+// hold it.
+type noCopy struct{}
+
+// Lock is a no-op used by go vet's copylocks check.
+func (*noCopy) Lock() {}
+
+// Unlock is a no-op used by go vet's copylocks check.
+func (*noCopy) Unlock() {}

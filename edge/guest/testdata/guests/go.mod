@@ -1,0 +1,3 @@
+module latent.dev/admission/edge/guest/testdata/guests
+
+go 1.26.0
