@@ -21,7 +21,7 @@ FUZZ_TARGETS = ./policy:FuzzDecodePolicy ./policy:FuzzValidIdentifier \
 EDGE_MODULES = edge
 TIDY_MODULES = . edge testdata/consumer
 
-.PHONY: test race bench bench-edge scaling profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check mutants ci
+.PHONY: test race bench bench-edge scaling profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check mutants ci guests
 
 test:
 	$(GO) test ./...
@@ -109,3 +109,18 @@ mutants:
 		-equivalent testdata/mutants-equivalent.txt -min $(MUTANTS_MIN) $(MUTANT_PACKAGES)
 
 ci: lint race fuzz-ci scenarios
+
+# The test guests under edge/guest/testdata/guests, built as the tests
+# build them (guest.BuildGoGuest): GOOS=wasip1 GOARCH=wasm, -trimpath,
+# -buildvcs=false, outside the workspace. One toolchain gives the same
+# bytes on every run; the digests are printed for a release's
+# artifact_digest.
+GUESTS_SRC = edge/guest/testdata/guests
+GUESTS_OUT = edge/guest/testdata/out
+
+guests:
+	@mkdir -p $(GUESTS_OUT)
+	@set -e; for dir in $(GUESTS_SRC)/*/; do name=$$(basename $$dir); \
+		(cd $$dir && GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 GOWORK=off GOFLAGS= \
+			$(GO) build -trimpath -buildvcs=false -o $(CURDIR)/$(GUESTS_OUT)/$$name.wasm .); \
+		echo "sha256:$$(sha256sum $(GUESTS_OUT)/$$name.wasm | cut -d' ' -f1)  $(GUESTS_OUT)/$$name.wasm"; done
