@@ -15,13 +15,15 @@ FUZZ_TARGETS = ./policy:FuzzDecodePolicy ./policy:FuzzValidIdentifier \
 
 # The modules: the library (.), the node edge (edge/, its own module so
 # that the library's embedders never get its dependencies; go.work ties
-# them together) and the dependency-hygiene consumer under testdata/.
+# them together), the node's command (cmd/latentd, a module of its own
+# because it imports the edge) and the dependency-hygiene consumer under
+# testdata/.
 # `go test ./...` at the root does not descend into edge/, so each target
 # runs once per module.
-EDGE_MODULES = edge
-TIDY_MODULES = . edge testdata/consumer
+EDGE_MODULES = edge cmd/latentd
+TIDY_MODULES = . edge cmd/latentd testdata/consumer
 
-.PHONY: test race bench bench-edge scaling profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check mutants ci guests
+.PHONY: test race bench bench-edge scaling profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check mutants ci guests node soak-http
 
 test:
 	$(GO) test ./...
@@ -124,3 +126,16 @@ guests:
 		(cd $$dir && GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 GOWORK=off GOFLAGS= \
 			$(GO) build -trimpath -buildvcs=false -o $(CURDIR)/$(GUESTS_OUT)/$$name.wasm .); \
 		echo "sha256:$$(sha256sum $(GUESTS_OUT)/$$name.wasm | cut -d' ' -f1)  $(GUESTS_OUT)/$$name.wasm"; done
+
+# The standalone node (docs/latentd.md): with no NODE_FLAGS, the embedded
+# demonstration on 127.0.0.1:8080, printing a curl line that calls it.
+# cmd/latentd is a module of its own (it needs the edge module); go.work
+# makes `go run ./cmd/latentd` work from the root.
+node:
+	$(GO) run ./cmd/latentd $(NODE_FLAGS)
+
+# An in-process latentd soaked over loopback: a bounded request loop
+# (SOAK_FLAGS: -requests, -duration, -concurrency), HTTP status counts,
+# latency percentiles and the node's invariants.
+soak-http:
+	$(GO) run ./cmd/latentd soak $(SOAK_FLAGS)

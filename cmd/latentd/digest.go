@@ -1,0 +1,11 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

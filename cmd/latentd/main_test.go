@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"latent.dev/admission/catalog"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// syncWriter passes lines on as they are written.
+type lineWriter struct{ lines chan string }
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	sc := bufio.NewScanner(bytes.NewReader(p))
+	for sc.Scan() {
+		select {
+		case w.lines <- sc.Text():
+		default:
+		}
+	}
+	return len(p), nil
+}
+
+func TestTheDemonstrationServesThePrintedCurlLine(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := lineWriter{make(chan string, 64)}
+	var stderr bytes.Buffer
+	code := make(chan int, 1)
+	go func() { code <- serveMain(ctx, []string{"-listen", "127.0.0.1:0"}, out, &stderr) }()
+	var curl string
+	deadline := time.After(60 * time.Second)
+	for curl == "" {
+		select {
+		case line := <-out.lines:
+			if strings.HasPrefix(strings.TrimSpace(line), "curl ") {
+				curl = strings.TrimSpace(line)
+			}
+		case c := <-code:
+			t.Fatalf("exited %d: %s", c, stderr.String())
+		case <-deadline:
+			t.Fatal("no curl line")
+		}
+	}
+	// curl -sS -X POST -H 'Authorization: Bearer TOKEN' --data-binary 'world' URL
+	fields := strings.Fields(curl)
+	url := fields[len(fields)-1]
+	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.Contains(curl, "Bearer "+DemoUserToken) {
+		t.Fatalf("curl line %q", curl)
+	}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader("world"))
+	req.Header.Set("Authorization", "Bearer "+DemoUserToken)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "hello, world" || resp.Header.Get("Latent-Outcome") != "success" {
+		t.Fatalf("%d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	client.CloseIdleConnections()
+	cancel() // as SIGTERM does
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Fatalf("exit %d: %s", c, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit after the signal")
+	}
+}
+
+func TestTheDemonstrationCatalogNamesTheEmbeddedGuest(t *testing.T) {
+	module, err := demo.ReadFile("demo/hello.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(module)
+	deps, err := demoDeployments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "sha256:" + hex.EncodeToString(sum[:])
+	for _, d := range deps {
+		for _, r := range d.Routes {
+			for _, rev := range r.Revisions {
+				if rev.Release.ArtifactDigest != want {
+					t.Errorf("%s/%s %s names %s, the embedded guest is %s", d.Tenant, d.Service, r.Name, rev.Release.ArtifactDigest, want)
+				}
+			}
+		}
+	}
+	pol, err := loadPolicy("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := demo.ReadFile("demo/catalog.json")
+	if _, err := catalog.ValidateFile(data, pol); err != nil {
+		t.Errorf("the demonstration catalog does not fit the demonstration policy: %v", err)
+	}
+	var tokens struct{ Tokens []map[string]any }
+	data, _ = demo.ReadFile("demo/tokens.json")
+	if err := json.Unmarshal(data, &tokens); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := loadTokens(""); err != nil {
+		t.Fatal(err)
+	} else if p, ok := tok.Authenticate(DemoUserToken); !ok || p.Tenant != "acme" {
+		t.Errorf("the documented demonstration token: %+v %v", p, ok)
+	} else if p, ok := tok.Authenticate(DemoAdminToken); !ok || !p.Admin {
+		t.Errorf("the documented administrator token: %+v %v", p, ok)
+	}
+}
+
+func TestFlagsAndFiles(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-retry-after", "capacity-exhausted"}, 2, "want REASON=SECONDS"},
+		{[]string{"-retry-after", "bogus=1"}, 2, "not a reason"},
+		{[]string{"-retry-after", "capacity-exhausted=-1"}, 2, "whole number"},
+		{[]string{"extra"}, 2, "unexpected argument"},
+		{[]string{"-max-response-bytes", "0"}, 2, "must be positive"},
+		{[]string{"-policy", filepath.Join(t.TempDir(), "missing.json")}, 1, "missing.json"},
+		{[]string{"-tokens", writeFile(t, "tokens.json", `{"tokens":[{"sha256":"x"}]}`)}, 1, "tokens.json: $.tokens[0].sha256"},
+		{[]string{"-policy", writeFile(t, "policy.json", `{"node":{}}`)}, 1, "policy.json"},
+		{[]string{"-listen", "127.0.0.1:notaport"}, 1, "-listen"},
+	} {
+		var stderr bytes.Buffer
+		code := serveMain(context.Background(), tc.args, io.Discard, &stderr)
+		if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr.String(), tc.code, tc.want)
+		}
+	}
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestAnEmptyStoreStartsAnEmptyCatalogAndASecondNodeIsRefused(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	ctx := context.Background()
+	o := options{listen: "127.0.0.1:0", store: store, artifacts: t.TempDir(), grace: time.Second, maxResponseBytes: 1 << 20}
+	s, err := start(ctx, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.cleanup()
+	_, err = start(ctx, o, nil)
+	if err == nil || !errors.Is(err, catalog.ErrStoreInUse) {
+		t.Errorf("a second node on %s: %v", store, err)
+	}
+	if err := s.node.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.listener.Close()
+}
+
+func TestSoak(t *testing.T) {
+	r, err := soak(context.Background(), soakOptions{requests: 300, duration: 30 * time.Second, concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + r.String())
+	if len(r.violations) > 0 {
+		t.Fatal(r.violations)
+	}
+	for _, status := range []int{200, 401, 403, 404, 413} {
+		if r.statuses[status] == 0 {
+			t.Errorf("no %d answers in the mix: %v", status, r.statuses)
+		}
+	}
+	if r.sent != 300 {
+		t.Errorf("sent %d, want 300", r.sent)
+	}
+}

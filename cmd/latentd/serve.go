@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"latent.dev/admission/catalog"
+	"latent.dev/admission/core"
+	"latent.dev/admission/edge/latentd"
+	"latent.dev/admission/policy"
+)
+
+// The demonstration: a policy, a catalog of one deployment (acme/hello,
+// route greet), a token file and the guest it runs (a hand-assembled WASI
+// command that writes "hello, " and then its standard input).
+//
+//go:embed demo/policy.json demo/catalog.json demo/tokens.json demo/hello.wasm
+var demo embed.FS
+
+// The demonstration tokens (their SHA-256 digests are in demo/tokens.json).
+const (
+	DemoUserToken  = "latent-demo-alice" // alice, tenant acme
+	DemoAdminToken = "latent-demo-admin"
+)
+
+// options are the command's flags.
+type options struct {
+	policy, store, artifacts, tokens, listen string
+	retryAfter                               map[core.Reason]uint32
+	grace                                    time.Duration
+	maxResponseBytes                         int64
+	fuelPerMillisecond                       uint64
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("latentd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.policy, "policy", "", "node policy `FILE` (default: the embedded demonstration policy)")
+	fs.StringVar(&o.store, "store", "", "catalog store `DIR`; an empty or missing one starts an empty catalog (default: the demonstration catalog, in memory)")
+	fs.StringVar(&o.artifacts, "artifacts", "", "artifact `DIR` (ARTIFACTS/sha256/<hex>.wasm; default: a temporary one holding the demonstration guest)")
+	fs.StringVar(&o.tokens, "tokens", "", "token `FILE` (default: the demonstration tokens)")
+	fs.StringVar(&o.listen, "listen", latentd.DefaultListen, "listen `ADDR`")
+	retry := fs.String("retry-after", "", "Retry-After seconds per reason, `REASON=SECONDS,...` (default 1 for every retryable reason)")
+	fs.DurationVar(&o.grace, "grace", latentd.DefaultShutdownGrace, "how long running activations may finish after SIGTERM or SIGINT")
+	fs.Int64Var(&o.maxResponseBytes, "max-response-bytes", 1<<20, "bound on a guest's standard output (the response body)")
+	fs.Uint64Var(&o.fuelPerMillisecond, "fuel-per-ms", 0, "CPU fuel one millisecond of guest execution burns (0: edge/guest's default)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() != 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	var err error
+	if o.retryAfter, err = parseRetryAfter(*retry); err != nil {
+		return o, fmt.Errorf("-retry-after: %w", err)
+	}
+	if o.maxResponseBytes <= 0 {
+		return o, errors.New("-max-response-bytes: must be positive")
+	}
+	return o, nil
+}
+
+// parseRetryAfter reads "reason=seconds,..." with reasons from core's
+// vocabulary.
+func parseRetryAfter(s string) (map[core.Reason]uint32, error) {
+	out := map[core.Reason]uint32{}
+	if s == "" {
+		return out, nil
+	}
+	known := map[core.Reason]bool{}
+	for _, r := range core.Reasons() {
+		known[r] = true
+	}
+	for _, item := range strings.Split(s, ",") {
+		name, value, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: want REASON=SECONDS", item)
+		}
+		if !known[core.Reason(name)] {
+			return nil, fmt.Errorf("%q: not a reason of the decision table", name)
+		}
+		secs, err := strconv.ParseUint(value, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("%q: seconds must be a whole number", item)
+		}
+		out[core.Reason(name)] = uint32(secs)
+	}
+	return out, nil
+}
+
+// started is a running node and what to undo when it ends.
+type started struct {
+	node     *latentd.Node
+	listener net.Listener
+	demo     bool // the demonstration tokens are in use
+	cleanup  func()
+}
+
+// start builds the node the options describe and listens; it does not
+// serve yet.
+func start(ctx context.Context, o options, logger *slog.Logger) (*started, error) {
+	s := &started{cleanup: func() {}}
+	ok := false
+	defer func() {
+		if !ok {
+			s.cleanup()
+		}
+	}()
+	pol, err := loadPolicy(o.policy)
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := loadTokens(o.tokens)
+	if err != nil {
+		return nil, err
+	}
+	s.demo = o.tokens == ""
+	cfg := latentd.Config{Policy: pol, Tokens: tokens, StoreDir: o.store, RetryAfter: o.retryAfter, ShutdownGrace: o.grace, Logger: logger}
+	artifacts := o.artifacts
+	if artifacts == "" {
+		dir, err := os.MkdirTemp("", "latentd-artifacts-")
+		if err != nil {
+			return nil, err
+		}
+		artifacts = dir
+		s.cleanup = func() { _ = os.RemoveAll(dir) }
+	}
+	guests, err := latentd.NewWasmGuests(ctx, latentd.WasmConfig{ArtifactsDir: artifacts, MaxResponseBytes: o.maxResponseBytes,
+		FuelPerMillisecond: o.fuelPerMillisecond, MaxMemoryBytes: pol.Node.BudgetCeiling.MemoryBytes})
+	if err != nil {
+		return nil, err
+	}
+	cfg.Guests = guests
+	if o.store == "" {
+		// The demonstration catalog, and the guest it names.
+		if cfg.Deployments, err = demoDeployments(); err != nil {
+			return nil, err
+		}
+		if err := putDemoGuest(guests); err != nil {
+			return nil, err
+		}
+	}
+	node, err := latentd.New(cfg)
+	if err != nil {
+		_ = guests.Close(ctx)
+		return nil, err
+	}
+	l, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		_ = node.Shutdown(ctx)
+		return nil, fmt.Errorf("-listen %s: %w", o.listen, err)
+	}
+	s.node, s.listener = node, l
+	ok = true
+	return s, nil
+}
+
+func loadPolicy(path string) (*policy.NodeAdmissionPolicy, error) {
+	var data []byte
+	var err error
+	if path == "" {
+		data, err = demo.ReadFile("demo/policy.json")
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := policy.DecodePolicy(data)
+	if err != nil {
+		if path == "" {
+			path = "the embedded policy"
+		}
+		return nil, fmt.Errorf("%s:\n%w", path, err)
+	}
+	return p, nil
+}
+
+func loadTokens(path string) (*latentd.Tokens, error) {
+	if path != "" {
+		return latentd.LoadTokens(path)
+	}
+	data, err := demo.ReadFile("demo/tokens.json")
+	if err != nil {
+		return nil, err
+	}
+	return latentd.DecodeTokens(data)
+}
+
+func demoDeployments() ([]catalog.Deployment, error) {
+	data, err := demo.ReadFile("demo/catalog.json")
+	if err != nil {
+		return nil, err
+	}
+	f, err := catalog.DecodeCatalogFile(data, true)
+	if err != nil {
+		return nil, fmt.Errorf("the embedded catalog: %w", err)
+	}
+	return f.Deployments, nil
+}
+
+func putDemoGuest(g *latentd.WasmGuests) error {
+	module, err := demo.ReadFile("demo/hello.wasm")
+	if err != nil {
+		return err
+	}
+	return g.PutArtifact(sha256Hex(module), strings.NewReader(string(module)))
+}
+
+// serveMain runs the node until ctx ends (SIGTERM, SIGINT), then shuts it
+// down gracefully.
+func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "latentd:", err)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	s, err := start(ctx, o, logger)
+	if err != nil {
+		fmt.Fprintln(stderr, "latentd:", err)
+		return 1
+	}
+	defer s.cleanup()
+	addr := s.listener.Addr().String()
+	fmt.Fprintf(stdout, "latentd: serving on http://%s\n", addr)
+	if s.demo {
+		fmt.Fprintf(stdout, "try:\n  curl -sS -X POST -H 'Authorization: Bearer %s' --data-binary 'world' http://%s/v1/invoke/acme/hello/greet\n",
+			DemoUserToken, addr)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.node.Serve(s.listener) }()
+	select {
+	case err := <-served:
+		fmt.Fprintln(stderr, "latentd: serve:", err)
+		_ = s.node.Shutdown(context.Background())
+		return 1
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(stdout, "latentd: shutting down")
+	if err := s.node.Shutdown(context.Background()); err != nil {
+		fmt.Fprintln(stderr, "latentd:", err)
+		return 1
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintln(stderr, "latentd: serve:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "latentd: stopped; every permit released, store closed")
+	return 0
+}
