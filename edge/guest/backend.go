@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -66,6 +67,9 @@ type Backend struct {
 	fuelRate   uint64
 	maxModules int
 	runtime    wazero.Runtime
+	// closing is set before the runtime closes, so that a guest the close
+	// ends (its instance reports exit code 0) is not taken for a success.
+	closing atomic.Bool
 	// wasi is what the runtime's WASI module exports, by name.
 	wasi map[string]api.FunctionDefinition
 
@@ -151,6 +155,7 @@ func (b *Backend) Close(ctx context.Context) error {
 		return nil
 	}
 	b.closed = true
+	b.closing.Store(true)
 	b.modules, b.deployments = map[Digest]*cachedModule{}, map[catalog.DeploymentKey]map[string]*module{}
 	b.mu.Unlock()
 	return b.runtime.Close(ctx)
@@ -161,6 +166,9 @@ func (b *Backend) Close(ctx context.Context) error {
 // input, calls _start under the grant's memory, the context's deadline
 // and the fuel clock, and closes the instance before returning.
 func (b *Backend) Run(ctx context.Context, g *runner.Guest) runner.Exit {
+	if g == nil || g.Meter == nil {
+		return runner.Exit{Kind: runner.ExitPlatformFailure}
+	}
 	m := b.acquire(catalog.DeploymentKey{Tenant: g.Revision.Tenant, Service: g.Revision.Service}, g.Revision.Release)
 	if m == nil {
 		return runner.Exit{Kind: runner.ExitPlatformFailure}
@@ -179,12 +187,15 @@ func (b *Backend) Run(ctx context.Context, g *runner.Guest) runner.Exit {
 func (b *Backend) Reset(cell cellpool.CellID) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	_, uncertain := b.cells[cell]
-	// Busy (a guest still on the cell) or dirty: either way the runner
-	// quarantines the cell, and its replacement has another ID, so the
-	// entry is done with.
-	delete(b.cells, cell)
-	if uncertain {
+	switch b.cells[cell] {
+	case cellBusy:
+		// Reset before the guest stopped: a bug in the caller; the entry
+		// stays for the guest's own exit.
+		return ErrCellUncertain
+	case cellDirty:
+		// The runner quarantines the cell and its replacement has another
+		// ID, so the entry is done with.
+		delete(b.cells, cell)
 		return ErrCellUncertain
 	}
 	return nil
@@ -240,6 +251,11 @@ func (b *Backend) execute(ctx context.Context, m *module, g *runner.Guest) (exit
 	fuel.stop()
 	// Closing frees the memory, which hands it back to the meter.
 	clean = inst.Close(context.WithoutCancel(ctx)) == nil
+	if b.closing.Load() {
+		// The backend's Close may have ended the guest; what it said
+		// cannot be trusted.
+		return runner.Exit{Kind: runner.ExitPlatformFailure}, clean
+	}
 	return b.exit(runCtx, err, memory, out), clean
 }
 

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/edge/guest"
 	"latent.dev/admission/node/cellpool"
+	"latent.dev/admission/node/pipeline"
 	"latent.dev/admission/node/runner"
 	"latent.dev/admission/policy"
 )
@@ -194,7 +196,8 @@ func TestAClosedBackendRefusesDeploysAndRuns(t *testing.T) {
 // runOn runs one activation of d's route on backend b through the runner.
 func runOn(t *testing.T, b *guest.Backend, d catalog.Deployment, a ask) runner.Report {
 	t.Helper()
-	rep, err := startOn(t, b, d, a)()
+	run, _ := startOn(t, b, d, a)
+	rep, err := run()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +208,7 @@ func runOn(t *testing.T, b *guest.Backend, d catalog.Deployment, a ask) runner.R
 // function it returns runs it on b through the runner, with the permit's
 // deadline on the context as the scheduler sets it, and may be called
 // from another goroutine. Its error is a permit that was not released.
-func startOn(t *testing.T, b *guest.Backend, d catalog.Deployment, a ask) func() (runner.Report, error) {
+func startOn(t *testing.T, b *guest.Backend, d catalog.Deployment, a ask) (func() (runner.Report, error), cellpool.CellID) {
 	t.Helper()
 	n := newNode(t, d)
 	pool, err := cellpool.New(cellpool.ConfigFromPolicy(n.provider.Policy()))
@@ -239,7 +242,20 @@ func startOn(t *testing.T, b *guest.Backend, d catalog.Deployment, a ask) func()
 			return rep, errors.New("permit not released")
 		}
 		return rep, nil
-	}
+	}, lease.Cell()
+}
+
+// inBackground runs run on its own goroutine; the channel gets its report.
+func inBackground(t *testing.T, run func() (runner.Report, error)) <-chan runner.Report {
+	done := make(chan runner.Report, 1)
+	go func() {
+		rep, err := run()
+		if err != nil {
+			t.Error(err)
+		}
+		done <- rep
+	}()
+	return done
 }
 
 func TestARevisionTheBackendDoesNotHoldIsAPlatformFailure(t *testing.T) {
@@ -259,15 +275,8 @@ func TestUndeployingWhileAGuestRunsKeepsItsModuleUntilItStops(t *testing.T) {
 	if err := b.Deploy(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	run := startOn(t, b, d, ask{route: "spin", fuel: roomyFuel, memory: 1 << 20, wall: time.Second})
-	done := make(chan runner.Report, 1)
-	go func() {
-		rep, err := run()
-		if err != nil {
-			t.Error(err)
-		}
-		done <- rep
-	}()
+	run, _ := startOn(t, b, d, ask{route: "spin", fuel: roomyFuel, memory: 1 << 20, wall: time.Second})
+	done := inBackground(t, run)
 	// Time for the guest to take its module (a 1-page instance starts in
 	// well under a millisecond).
 	time.Sleep(200 * time.Millisecond)
@@ -364,5 +373,64 @@ func TestBuildGoGuestIsReproducible(t *testing.T) {
 	}
 	if guest.DigestOf(again) != guest.DigestOf(shared.goGuest) {
 		t.Fatal("two builds of one source with one toolchain differ")
+	}
+}
+
+func TestClosingTheBackendEndsARunningGuestAsAPlatformFailure(t *testing.T) {
+	ctx := context.Background()
+	b, _ := ownBackend(t, guest.Config{}, loopModule)
+	d := deployment("acme", "guests", map[string][]byte{"spin": loopModule})
+	if err := b.Deploy(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	run, cell := startOn(t, b, d, ask{route: "spin", fuel: roomyFuel, memory: 1 << 20, wall: 20 * time.Second})
+	done := inBackground(t, run)
+	time.Sleep(200 * time.Millisecond)
+	if err := b.Reset(cell); !errors.Is(err, guest.ErrCellUncertain) {
+		t.Fatalf("Reset of a cell whose guest runs: %v", err)
+	}
+	start := time.Now()
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep := <-done
+	if rep.Outcome != runner.PlatformFailure || rep.Disposition != runner.Released || time.Since(start) > 5*time.Second {
+		t.Fatalf("report %+v after %v", rep, time.Since(start))
+	}
+}
+
+func TestGuestsRunInParallelOnTheirCells(t *testing.T) {
+	n := sharedNode(t)
+	p, err := pipeline.New(n.provider, pipeline.Config{Backends: map[string]runner.Backend{"wasm": shared.backend}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := p.Counters()
+	inputs := []string{"one", "!exit 4", "two", "!flood", "three", "!exit 5", "four", "five"}
+	reports := make([]runner.Report, len(inputs))
+	var wg sync.WaitGroup
+	for i, in := range inputs {
+		req := n.request(t, "acme", "guests", ask{route: "upper", input: in, fuel: roomyFuel, memory: 16 << 20})
+		wg.Go(func() {
+			reports[i], _ = p.Invoke(context.Background(), n.controller, req, []byte(in))
+		})
+	}
+	wg.Wait()
+	p.Drain()
+	for i, in := range inputs {
+		rep := reports[i]
+		want, output := runner.Succeeded, strings.ToUpper(in)
+		switch {
+		case strings.HasPrefix(in, "!exit"):
+			want, output = runner.DeclaredError, "declared error "+in[len("!exit "):]+"\n"
+		case in == "!flood":
+			want, output = runner.Trapped, ""
+		}
+		if rep.Outcome != want || string(rep.Output) != output || rep.Disposition != runner.Released {
+			t.Errorf("%q: %v %q %v", in, rep.Outcome, truncate(rep.Output), rep.Disposition)
+		}
+	}
+	if got := p.Counters(); !got.Equal(base) {
+		t.Fatalf("counters did not come back:\n%s", strings.Join(got.Diff(base), "\n"))
 	}
 }

@@ -78,7 +78,7 @@ func setupShared(dir string) error {
 		return err
 	}
 	shared.store = store
-	for _, artifact := range [][]byte{b, trapModule, loopModule, bigMemoryModule, growModule} {
+	for _, artifact := range [][]byte{b, trapModule, loopModule, bigMemoryModule, growModule, returnModule} {
 		if err := store.Put(guest.DigestOf(artifact), bytes.NewReader(artifact)); err != nil {
 			return err
 		}
@@ -100,7 +100,7 @@ func setupShared(dir string) error {
 // others the hand-assembled ones.
 func guestsDeployment() catalog.Deployment {
 	return deployment("acme", "guests", map[string][]byte{"upper": shared.goGuest, "trap": trapModule, "spin": loopModule,
-		"bigmem": bigMemoryModule, "grow": growModule})
+		"bigmem": bigMemoryModule, "grow": growModule, "ret": returnModule})
 }
 
 func deployment(tenant, service string, routes map[string][]byte) catalog.Deployment {
@@ -120,7 +120,7 @@ func TestBuildAndCompileTimes(t *testing.T) {
 	// Not a bound (the machine is shared); the figures for the record.
 	t.Logf("go build of the Go guest: %v (%d bytes); compiling the deployment's modules: %v",
 		shared.buildTime, len(shared.goGuest), shared.compileTime)
-	if shared.backend.Modules() != 5 {
-		t.Fatalf("%d modules compiled, want 5", shared.backend.Modules())
+	if shared.backend.Modules() != 6 {
+		t.Fatalf("%d modules compiled, want 6", shared.backend.Modules())
 	}
 }

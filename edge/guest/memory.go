@@ -49,7 +49,12 @@ func (m *meteredMemory) Reallocate(size uint64) []byte {
 		m.buffer = m.buffer[:size]
 		return m.buffer
 	}
-	grown := make([]byte, size)
+	// Grow the backing array geometrically, as append does, so a guest
+	// growing page by page costs amortized linear copying; the slack past
+	// size is host memory only (at most as much again as the guest holds,
+	// and never past the module's maximum), never visible to the guest or
+	// charged to it.
+	grown := make([]byte, size, max(size, min(2*uint64(cap(m.buffer)), m.max)))
 	copy(grown, m.buffer)
 	m.buffer = grown
 	return m.buffer

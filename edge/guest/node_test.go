@@ -50,7 +50,7 @@ func nodePolicy() *policy.NodeAdmissionPolicy {
 	}
 }
 
-func newNode(t *testing.T, deployments ...catalog.Deployment) *node {
+func newNode(t testing.TB, deployments ...catalog.Deployment) *node {
 	t.Helper()
 	provider, err := core.NewLocalQuotaProvider(nodePolicy())
 	if err != nil {
@@ -81,7 +81,7 @@ type ask struct {
 	wall   time.Duration
 }
 
-func (n *node) request(t *testing.T, tenant, service string, a ask) *core.AdmissionRequest {
+func (n *node) request(t testing.TB, tenant, service string, a ask) *core.AdmissionRequest {
 	t.Helper()
 	rev, err := n.catalog.Pin().Resolve(catalog.Target{Tenant: tenant, Service: service, Route: a.route}, "key")
 	if err != nil {
