@@ -10,6 +10,7 @@ import (
 type AdmissionController struct {
 	provider *LocalQuotaProvider
 	source   RevisionPolicySource
+	vouched  bool // source is a ValidatedRevisionSource
 	load     NodeLoadSource
 	clock    deadline.Clock
 }
@@ -22,6 +23,7 @@ func (c *AdmissionController) WithPolicySource(source RevisionPolicySource) *Adm
 	if isNilPointer(source) {
 		n.source = nil
 	}
+	_, n.vouched = n.source.(ValidatedRevisionSource)
 	return &n
 }
 

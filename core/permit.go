@@ -113,19 +113,32 @@ type permitBlock struct {
 	state  permitState
 }
 
-// permitState is what a live permit holds.
+// permitState is what a live permit holds: its reservation and what its
+// Grant is rebuilt from. The strings and the revision policy it points to
+// are immutable, so a permit copies no name, list or settings of its own;
+// that keeps the one allocation of an admission small.
 type permitState struct {
-	ledger  *atomicledger.Ledger
-	clock   deadline.Clock
-	metrics *metrics
-	ticket  atomicledger.Ticket
-	grant   Grant
-	// admittedAt is the clock reading the deadline was bound to.
-	admittedAt time.Time
+	provider *LocalQuotaProvider // its ledger, counters and class names
+	clock    deadline.Clock
+	ticket   atomicledger.Ticket
+
+	activationID string
+	revision     policy.RevisionIdentity
+	rev          *policy.RevisionPolicy // from the pinned view; never changes
+	admittedAt   time.Time              // the reading the deadline was bound to
+	wall         time.Duration          // effective: the deadline is admittedAt + wall
+	fuel, memory uint64
+	priority     uint32
+	queue        policy.QueueClassID
+	trust        policy.TrustClassID
+	cell         policy.CellClass
 
 	// phase changes only under the ledger mutex and is read lock-free.
 	phase atomic.Uint32
 }
+
+// deadline is the effective deadline.
+func (s *permitState) deadline() time.Time { return s.admittedAt.Add(s.wall) }
 
 // state returns the permit's state, or nil for an inert permit.
 func (p *AdmissionPermit) state() *permitState {
@@ -143,8 +156,8 @@ func (p *AdmissionPermit) state() *permitState {
 // at a single allocation.
 func reclaimLeaked(p *AdmissionPermit) {
 	s := &(*permitBlock)(unsafe.Pointer(p)).state
-	if s.ledger.Release(s.ticket) {
-		s.metrics.leaked.Inc()
+	if s.provider.ledger.Release(s.ticket) {
+		s.provider.metrics.leaked.Inc()
 	}
 }
 
@@ -152,45 +165,26 @@ func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, tick
 	pr := c.provider
 	r := &req.Revision
 	b := &permitBlock{state: permitState{
-		ledger:  pr.ledger,
-		clock:   c.clock,
-		metrics: pr.metrics,
-		ticket:  ticket,
-		grant: Grant{
-			ActivationID: req.ActivationID,
-			Revision:     r.RevisionIdentity,
-			Budget:       effectiveBudget(d),
-			Deadline:     d.deadline,
-			Obligations: Obligations{
-				CellClass:  d.reservation.CellClass,
-				QueueClass: pr.queues[d.reservation.QueueClass].Name,
-				TrustClass: pr.trust[d.reservation.TrustClass].Name,
-				Priority:   req.Priority,
-				Backend:    d.rev.Backend,
-				Threading:  d.rev.Threading,
-				StateModel: d.rev.StateModel,
-				// The catalog's policy never changes after compilation, and
-				// Features gives no way to change it: sharing is safe.
-				Features:       Features{d.rev.Features},
-				CallDepthLimit: d.rev.CallDepthLimit,
-			},
-		},
-		admittedAt: d.admittedAt,
+		provider:     pr,
+		clock:        c.clock,
+		ticket:       ticket,
+		activationID: req.ActivationID,
+		revision:     r.RevisionIdentity,
+		rev:          d.rev,
+		admittedAt:   d.admittedAt,
+		wall:         d.deadline.Sub(d.admittedAt),
+		fuel:         d.grant.CPUFuel,
+		memory:       d.grant.MemoryBytes,
+		priority:     req.Priority,
+		queue:        d.reservation.QueueClass,
+		trust:        d.reservation.TrustClass,
+		cell:         d.reservation.CellClass,
 	}}
 	b.state.phase.Store(permitQueued)
 	p := &b.permit
 	p.self = uintptr(unsafe.Pointer(p))
 	runtime.SetFinalizer(p, reclaimLeaked)
 	return p
-}
-
-// effectiveBudget is the grant with the wall time the effective deadline
-// leaves: a caller deadline earlier than now plus the granted wall time
-// shortens it, and accounting starts from the shortened value.
-func effectiveBudget(d *decision) policy.Budget {
-	b := d.grant
-	b.WallTime = policy.Some(d.deadline.Sub(d.admittedAt))
-	return b
 }
 
 // EnsureSchedulableAt checks, without changing anything, that the permit
@@ -201,7 +195,7 @@ func (p *AdmissionPermit) EnsureSchedulableAt(now time.Time) error {
 	if s == nil || s.phase.Load() != permitQueued {
 		return ErrPermitNotLive
 	}
-	if !now.Before(s.grant.Deadline) {
+	if !now.Before(s.deadline()) {
 		return ErrPermitDeadlineExceeded
 	}
 	return nil
@@ -219,7 +213,7 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 		return nil, ErrPermitNotLive
 	}
 	var err error
-	s.ledger.Update(func(tx atomicledger.Tx) { err = s.startLocked(tx) })
+	s.provider.ledger.Update(func(tx atomicledger.Tx) { err = s.startLocked(tx) })
 	if err != nil {
 		if err == ErrPermitDeadlineExceeded {
 			// Released: nothing is left for the collector to reclaim.
@@ -238,7 +232,7 @@ func (s *permitState) startLocked(tx atomicledger.Tx) error {
 	// Elapsed monotonic time since admission: half the cost of a second
 	// wall-clock read, and immune to wall-clock steps.
 	now := deadline.Resample(s.clock, s.admittedAt)
-	if !now.Before(s.grant.Deadline) {
+	if !now.Before(s.deadline()) {
 		tx.Release(s.ticket)
 		s.phase.Store(permitReleased)
 		return ErrPermitDeadlineExceeded
@@ -258,7 +252,7 @@ func (p *AdmissionPermit) release(from uint32) bool {
 		return false
 	}
 	changed, released := false, false
-	s.ledger.Update(func(tx atomicledger.Tx) {
+	s.provider.ledger.Update(func(tx atomicledger.Tx) {
 		if s.phase.Load() == from {
 			s.phase.Store(permitReleased)
 			changed, released = true, tx.Release(s.ticket)
@@ -303,7 +297,29 @@ func (p *AdmissionPermit) Grant() Grant {
 	if s == nil {
 		return Grant{}
 	}
-	return s.grant
+	pr := s.provider
+	return Grant{
+		ActivationID: s.activationID,
+		Revision:     s.revision,
+		// The effective budget: the grant, with the wall time the
+		// effective deadline leaves (a caller deadline earlier than now
+		// plus the granted wall time shortens it).
+		Budget:   policy.Budget{CPUFuel: s.fuel, MemoryBytes: s.memory, WallTime: policy.Some(s.wall)},
+		Deadline: s.deadline(),
+		Obligations: Obligations{
+			CellClass:  s.cell,
+			QueueClass: pr.queues[s.queue].Name,
+			TrustClass: pr.trust[s.trust].Name,
+			Priority:   s.priority,
+			Backend:    s.rev.Backend,
+			Threading:  s.rev.Threading,
+			StateModel: s.rev.StateModel,
+			// The catalog's policy never changes after compilation, and
+			// Features gives no way to change it: sharing is safe.
+			Features:       Features{s.rev.Features},
+			CallDepthLimit: s.rev.CallDepthLimit,
+		},
+	}
 }
 
 // Grant is what the execution permit was admitted for and its terms: the

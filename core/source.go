@@ -14,3 +14,16 @@ type RevisionPolicySource interface {
 	// touch a file, and the returned policy must never change afterwards.
 	RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, bool)
 }
+
+// ValidatedRevisionSource is a source that vouches that every identity it
+// holds obeys the identifier character rules: the catalog's Pin does, as
+// the catalog validates each one when a deployment is compiled. For a
+// request whose revision identity such a source holds, step 2 checks the
+// identity's lengths against the node's bounds without scanning its
+// characters again; an identity the source does not hold is scanned, so
+// it still gets step 2's answer before step 5's.
+type ValidatedRevisionSource interface {
+	RevisionPolicySource
+	// IdentitiesValidated marks the guarantee; it is never called.
+	IdentitiesValidated()
+}

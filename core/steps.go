@@ -20,6 +20,7 @@ type decision struct {
 	reservation atomicledger.Reservation
 	fingerprint atomicledger.Fingerprint
 	rev         *policy.RevisionPolicy
+	revLooked   bool // the source was asked at step 2; rev is its answer
 	features    policy.FeatureSet
 	grant       policy.Budget
 	deadline    time.Time
@@ -35,7 +36,7 @@ func (c *AdmissionController) checkRequest(req *AdmissionRequest, d *decision) *
 	if err := checkMetadata(req, node); err != nil {
 		return err
 	}
-	if err := checkIdentifiers(req, node); err != nil {
+	if err := c.checkIdentifiers(req, node, d); err != nil {
 		return err
 	}
 	if err := c.checkPrincipal(req, d); err != nil {
@@ -99,8 +100,12 @@ func checkMetadata(req *AdmissionRequest, node *policy.NodeSettings) *rejection 
 }
 
 // checkIdentifiers is step 2, field by field in table order, then the
-// later-phase budget dimensions.
-func checkIdentifiers(req *AdmissionRequest, node *policy.NodeSettings) *rejection {
+// later-phase budget dimensions. A revision identity that a vouching
+// source holds (the catalog validated it when the deployment was
+// compiled) has its lengths checked against the node's bounds but is not
+// scanned again; the lookup is kept for step 5. Any other identity is
+// scanned, so a forged one still gets step 2's answer before step 5's.
+func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *policy.NodeSettings, d *decision) *rejection {
 	max := node.MaximumIdentifierBytes
 	if !policy.ValidIdentifier(req.ActivationID, max) {
 		return errActivationID
@@ -115,6 +120,12 @@ func checkIdentifiers(req *AdmissionRequest, node *policy.NodeSettings) *rejecti
 		return errPrincipalService
 	}
 	r := &req.Revision
+	if c.vouched {
+		d.rev, d.revLooked = c.lookupRevision(r), true
+		if d.rev != nil && revisionFits(r, node) {
+			return checkBudgetDimensions(&req.RequestedBudget)
+		}
+	}
 	switch {
 	case !policy.ValidIdentifier(r.Tenant, max):
 		return errRevisionTenant
@@ -131,7 +142,21 @@ func checkIdentifiers(req *AdmissionRequest, node *policy.NodeSettings) *rejecti
 	case !policy.ValidIdentifier(r.Release, node.MaximumGeneratedIdentifierBytes):
 		return errReleaseID
 	}
-	b := &req.RequestedBudget
+	return checkBudgetDimensions(&req.RequestedBudget)
+}
+
+// revisionFits reports whether every field of a vouched identity is
+// within the node's length bounds (the catalog's own bound may be looser).
+func revisionFits(r *policy.ResolvedRevision, node *policy.NodeSettings) bool {
+	max, gen := uint64(node.MaximumIdentifierBytes), uint64(node.MaximumGeneratedIdentifierBytes)
+	return uint64(len(r.Tenant)) <= max && uint64(len(r.Service)) <= max && uint64(len(r.Route)) <= max &&
+		uint64(len(r.Contract)) <= max && uint64(len(r.Function)) <= max &&
+		uint64(len(r.Revision)) <= gen && uint64(len(r.Release)) <= gen
+}
+
+// checkBudgetDimensions is the end of step 2: the later-phase budget
+// dimensions must be zero.
+func checkBudgetDimensions(b *policy.Budget) *rejection {
 	switch {
 	case b.NetworkEgressBytes != 0:
 		return errNetworkEgress
@@ -174,16 +199,26 @@ func (c *AdmissionController) checkPriority(req *AdmissionRequest, d *decision) 
 	return nil
 }
 
-// checkRevision is step 5: the pinned view verifies the whole tuple.
+// checkRevision is step 5: the pinned view verifies the whole tuple
+// (already asked at step 2 when the source vouches for its identities).
 func (c *AdmissionController) checkRevision(req *AdmissionRequest, _ time.Time, d *decision) *rejection {
+	if !d.revLooked {
+		d.rev = c.lookupRevision(&req.Revision)
+	}
+	if d.rev == nil {
+		return errRevisionMissing
+	}
+	return nil
+}
+
+// lookupRevision asks the source for rev's policy; nil when it has none.
+func (c *AdmissionController) lookupRevision(rev *policy.ResolvedRevision) *policy.RevisionPolicy {
 	if c.source == nil {
-		return errRevisionMissing
+		return nil
 	}
-	rev, ok := c.source.RevisionPolicy(&req.Revision)
-	if !ok || rev == nil {
-		return errRevisionMissing
+	if p, ok := c.source.RevisionPolicy(rev); ok {
+		return p
 	}
-	d.rev = rev
 	return nil
 }
 

@@ -1,0 +1,100 @@
+package core
+
+import (
+	"strings"
+	"testing"
+
+	"latent.dev/admission/policy"
+)
+
+// vouchingSource is a mapSource that vouches for its identities and
+// counts how often it is asked.
+type vouchingSource struct {
+	mapSource
+	asked int
+}
+
+func (s *vouchingSource) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, bool) {
+	s.asked++
+	return s.mapSource.RevisionPolicy(rev)
+}
+
+func (*vouchingSource) IdentitiesValidated() {}
+
+var _ ValidatedRevisionSource = (*vouchingSource)(nil)
+
+// TestVouchedIdentities checks the step-2 shortcut for a source that
+// vouches for its identities: a held identity is admitted after one
+// lookup, a held identity beyond the node's length bounds and an identity
+// the source does not hold still get step 2's answer, and a valid unknown
+// identity gets step 5's.
+func TestVouchedIdentities(t *testing.T) {
+	long := strings.Repeat("r", 65) // the fixture node allows 64 bytes
+	cases := []struct {
+		name  string
+		held  func(r *policy.ResolvedRevision) // changes the identity the source holds
+		asked func(r *policy.ResolvedRevision) // changes the request's identity
+		want  *rejection
+		looks int
+	}{
+		{name: "a held identity is admitted after one lookup", looks: 1},
+		{name: "a held route beyond the node's bound is step 2's answer",
+			held: func(r *policy.ResolvedRevision) { r.Route = long }, asked: func(r *policy.ResolvedRevision) { r.Route = long },
+			want: errRevisionRoute, looks: 1},
+		{name: "a held release beyond the generated bound is step 2's answer",
+			held:  func(r *policy.ResolvedRevision) { r.Release = strings.Repeat("x", 97) },
+			asked: func(r *policy.ResolvedRevision) { r.Release = strings.Repeat("x", 97) }, want: errReleaseID, looks: 1},
+		{name: "an unheld identity with a space is step 2's answer, not step 5's",
+			asked: func(r *policy.ResolvedRevision) { r.Function = "re size" }, want: errRevisionFunction, looks: 1},
+		{name: "an unheld valid identity is step 5's answer, asked once",
+			asked: func(r *policy.ResolvedRevision) { r.Revision = "rev-other" }, want: errRevisionMissing, looks: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			src := &vouchingSource{}
+			held := resizeRevision()
+			if tc.held != nil {
+				tc.held(&held)
+			}
+			src.add(held, resizePolicy())
+			ctl := f.ctl.WithPolicySource(src)
+			req := request("v")
+			if tc.asked != nil {
+				tc.asked(&req.Revision)
+			}
+			p, err := ctl.AdmitAt(req, at(0))
+			switch {
+			case tc.want == nil && err != nil:
+				t.Fatalf("got %v, want admission", err)
+			case tc.want != nil && err != tc.want.err():
+				t.Fatalf("got %v, want %v", err, tc.want.err())
+			}
+			if p != nil {
+				p.Release()
+			}
+			if src.asked != tc.looks {
+				t.Fatalf("the source was asked %d times, want %d", src.asked, tc.looks)
+			}
+		})
+	}
+	t.Run("a principal that is not allowed is step 3's answer", func(t *testing.T) {
+		f := newFixture(t, nil)
+		src := &vouchingSource{}
+		src.add(resizeRevision(), resizePolicy())
+		req := request("v")
+		req.Principal.Subject = "mallory"
+		_, err := f.ctl.WithPolicySource(src).AdmitAt(req, at(0))
+		wantError(t, err, CodePermissionDenied, ScopePrincipal, DimIdentity, ReasonPrincipalNotAuthorized, false)
+	})
+	t.Run("a source that does not vouch is scanned and asked at step 5", func(t *testing.T) {
+		f := newFixture(t, nil)
+		if f.ctl.vouched {
+			t.Fatal("mapSource vouches")
+		}
+		req := request("v")
+		req.Revision.Route = long
+		_, err := f.ctl.AdmitAt(req, at(0))
+		wantError(t, err, CodeInvalidArgument, ScopeRevision, DimRoute, ReasonIdentifierInvalid, false)
+	})
+}
