@@ -1,7 +1,22 @@
 // Package guest runs WebAssembly guests for the node: an artifact store
 // of modules named by their SHA-256 digest, and a node/runner Backend on
-// the pure-Go wazero runtime that runs them as WASI commands under the
-// permit's obligations.
+// the pure-Go wazero runtime (no cgo) that runs them as WASI commands
+// under the permit's obligations. It lives in the edge module, so that
+// embedders of core, policy and catalog never get wazero.
+//
+// # Use
+//
+//	store, err := guest.OpenStore(artifactsDir, 0)    // ARTIFACTS/sha256/<hex>.wasm
+//	err = store.Put(digest, body)                     // verified while streamed
+//	backend, err := guest.New(ctx, guest.Config{Artifacts: store, MaxResponseBytes: max})
+//	err = backend.Deploy(ctx, deployment)             // before catalog.Deploy: load, verify, compile
+//	p, err := pipeline.New(provider, pipeline.Config{Backends: map[string]runner.Backend{"wasm": backend}})
+//	report, err := p.Invoke(ctx, controller, request, body)
+//	...
+//	p.Drain(); backend.Close(ctx)
+//
+// [BuildGoGuest] builds a Go main package into a guest with the standard
+// toolchain; `make guests` builds the test guests the same way.
 //
 // # Artifacts
 //
@@ -11,5 +26,107 @@
 // file while hashing it, reads at most the size limit plus one byte,
 // and publishes the file (fsync, rename, directory fsync) only when it
 // hashes to the digest. [Store.Load] reads the file back and verifies the
-// hash again before anything compiles it.
+// hash again before anything compiles it. Every error about an artifact
+// is an [*ArtifactError] naming the digest and, where one was involved,
+// the file, with a fixed reason ([ErrArtifactNotFound],
+// [ErrDigestMismatch], [ErrInvalidModule], ...).
+//
+// # Compilation and the module cache
+//
+// [Backend.Deploy] loads, verifies and compiles every artifact a
+// deployment names, once per digest, and only then replaces what the
+// (tenant, service) pair had; [Backend.Run] never compiles. A module is
+// valid only as a WASI command: it exports "_start" () -> () and one
+// memory, "memory"; it imports no memory and only functions that
+// wasi_snapshot_preview1 provides with the same signature. The cache is
+// bounded twice: a module is closed as soon as no deployment references
+// it (reference counts: one per deployed release, one per running
+// guest, so a guest whose deployment was replaced keeps its module until
+// it stops), and the backend never holds more than Config.MaxModules
+// (default [DefaultMaxModules]) compiled modules: a deployment that would
+// pass it fails with [ErrTooManyModules]. A replacement holds old and
+// new modules for a moment, so it needs room for both.
+//
+// # The ABI
+//
+// A guest is a WASI command, instantiated fresh for every activation and
+// closed before Run returns, so nothing of one activation survives into
+// the next and Reset has nothing to scrub. Standard input is the request
+// body; standard output, up to Config.MaxResponseBytes, is the response
+// body; standard error is discarded. The guest sees the real wall and
+// monotonic clocks, crypto/rand, no arguments, no environment, no files
+// and no sockets. A sleep (poll_oneoff) ends early when the run's
+// context does, so a sleeping guest cannot outlive its deadline.
+//
+//	how _start ended                      runner exit          outcome (node/runner)
+//	returned, or exit code 0              ExitReturned         succeeded, body = stdout
+//	exit code n != 0                      ExitDeclaredError    declared-error, body = stdout
+//	trap (unreachable, bounds, ...)       ExitTrapped          trapped
+//	stdout past MaxResponseBytes          ExitTrapped          trapped, no body
+//	deadline or cancellation              ExitInterrupted      deadline-exceeded / canceled
+//	fuel time used up                     ExitInterrupted      fuel-exhausted
+//	memory growth refused, then a trap
+//	  or a non-zero exit                  ExitInterrupted      memory-exhausted
+//	initial memory over the grant         ExitInterrupted      memory-exhausted (never started)
+//	release not deployed, instantiation
+//	  failed, backend closed meanwhile    ExitPlatformFailure  platform-failure
+//
+// Output past the bound is a broken response, not a truncated one: the
+// first write past it fails, the output so far is dropped and the guest
+// is interrupted at once; the runner reports it as a trap, the guest's
+// fault (HTTP 502), not the node's. An output of exactly the bound is a
+// success.
+//
+// # Memory
+//
+// wazero's RuntimeConfig.WithMemoryLimitPages is per runtime, and a
+// module compiled by one runtime runs only there, so it cannot carry a
+// per-activation grant. The backend uses one runtime whose page limit is
+// the node's ceiling (Config.MaxMemoryBytes; a module whose initial
+// memory is larger does not compile), and holds each guest to its own
+// grant with a per-instance memory allocator (wazero's experimental
+// MemoryAllocator): the module's initial memory is charged to the
+// runner's Meter before instantiation (over the grant: the guest never
+// starts), and every memory.grow charges the growth; a growth the meter
+// refuses fails, and memory.grow returns -1 to the guest. A guest that
+// handles the refusal may still succeed; one that then traps or exits
+// non-zero (Go's runtime exits 2 when out of memory) ends as
+// memory-exhausted. The host's backing array grows geometrically, so it
+// may hold up to twice what the guest was granted, never visible to it.
+//
+// # Fuel is execution time
+//
+// CPU fuel is metered as execution time at Config.FuelPerMillisecond
+// (default [DefaultFuelPerMillisecond]: one unit per nanosecond), not
+// as an instruction count: wazero counts no instructions. The clock
+// starts when _start is called (instantiation is the node's cost) and
+// stops when it returns; the fuel burnt is charged to the meter then,
+// rounded up. A timer set at the first instant the guest would pass its
+// remaining fuel charges past the grant (the meter caps it at the grant
+// and records the refusal) and interrupts the guest. Caveat: this is
+// wall-clock time of the guest's goroutine, so time spent waiting for a
+// CPU on a busy node, and in host calls (reading stdin, writing stdout,
+// sleeping), burns fuel too: under load a guest gets less computation
+// for the same fuel, never more.
+//
+// # Deadlines and interruption
+//
+// The runtime is built WithCloseOnContextDone(true): the compiled code
+// checks whether its module was closed at every loop header, and the
+// runtime closes it when the run's context ends, so the permit's
+// deadline (the context's deadline, set by the scheduler), a
+// cancellation, the fuel timer or the output bound stop even a guest
+// spinning in a tight loop (code without loops cannot run long: deep
+// recursion traps on the stack limit). The backend reads the deadline
+// from the context only, as node/runner hands it over.
+//
+// # Caveats
+//
+// Instantiating a Go guest costs a few milliseconds (its data segments,
+// tables and runtime start-up), far more than a hand-written module;
+// see BenchmarkInvocation. A guest whose deployment was replaced after
+// its admission, with a release the new deployment lacks, ends as a
+// platform failure. The memory allocator is wazero's experimental API;
+// the tests pin its behavior. Close ends running guests as platform
+// failures: call it after the pipeline has drained.
 package guest

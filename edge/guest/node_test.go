@@ -155,6 +155,9 @@ func outcomeCases() []outcomeCase {
 					t.Errorf("stopped after %v, before the deadline", rep.Usage.WallTime)
 				}
 			}},
+		{name: "a Go guest sleeping for an hour is woken and interrupted at the deadline",
+			ask: ask{route: "upper", input: "!sleep", fuel: roomyFuel, memory: 32 << 20, wall: 300 * time.Millisecond}, outcome: runner.DeadlineExceeded,
+			within: 5 * time.Second},
 		{name: "a Go guest looping forever is interrupted when its fuel is burnt",
 			ask: ask{route: "upper", input: "!loop", fuel: 200_000_000, memory: 32 << 20, wall: 20 * time.Second}, outcome: runner.FuelExhausted,
 			within: 5 * time.Second,

@@ -7,6 +7,7 @@
 //	!loop     runs forever, until its deadline or fuel stops it
 //	!alloc    grows its memory without bound, until the grant refuses
 //	!flood    writes to standard output without end, ignoring errors
+//	!sleep    sleeps for an hour
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"time"
 )
 
 func main() {
@@ -35,6 +37,8 @@ func main() {
 		alloc()
 	case "!flood":
 		flood()
+	case "!sleep":
+		time.Sleep(time.Hour)
 	}
 	if _, err := os.Stdout.Write(bytes.ToUpper(in)); err != nil {
 		os.Exit(1)
