@@ -434,3 +434,30 @@ func TestGuestsRunInParallelOnTheirCells(t *testing.T) {
 		t.Fatalf("counters did not come back:\n%s", strings.Join(got.Diff(base), "\n"))
 	}
 }
+
+func TestConcurrentDeploysOfOneDigestShareOneModule(t *testing.T) {
+	ctx := context.Background()
+	b, _ := ownBackend(t, guest.Config{}, loopModule)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			errs[i] = b.Deploy(ctx, deployment("acme", "svc-"+string(rune('a'+i)), map[string][]byte{"spin": loopModule}))
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.Modules() != 1 {
+		t.Fatalf("%d modules for one digest deployed eight times at once", b.Modules())
+	}
+	for i := range errs {
+		b.Undeploy("acme", "svc-"+string(rune('a'+i)))
+	}
+	if b.Modules() != 0 {
+		t.Fatalf("%d modules after every deployment left", b.Modules())
+	}
+}
