@@ -215,10 +215,9 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 	var err error
 	s.provider.ledger.Update(func(tx atomicledger.Tx) { err = s.startLocked(tx) })
 	if err != nil {
-		if err == ErrPermitDeadlineExceeded {
-			// Released: nothing is left for the collector to reclaim.
-			runtime.SetFinalizer(p, nil)
-		}
+		// A permit released here keeps its finalizer: when it runs it
+		// finds the ticket stale and returns nothing, and this rare path
+		// is spared a second trip into the runtime's specials.
 		return nil, err
 	}
 	return (*ExecutionPermit)(p), nil
