@@ -217,7 +217,9 @@ func TestAdminStatusNumbers(t *testing.T) {
 	// capacity, and two payloads over acme's 2048 bytes are refused.
 	held := make(chan response, 4)
 	for i := 0; i < 4; i++ {
-		go func() { held <- tn.invoke("acme/echo/run", aliceToken, "hold", HeaderActivationID, "<b>held-"+string(rune('a'+i))+"</b>") }()
+		go func() {
+			held <- tn.invoke("acme/echo/run", aliceToken, "hold", HeaderActivationID, "<b>held-"+string(rune('a'+i))+"</b>")
+		}()
 	}
 	for i := 0; i < 4; i++ {
 		select {
