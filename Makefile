@@ -93,8 +93,11 @@ profile:
 stress:
 	$(GO) run ./cmd/stress $(STRESS_FLAGS)
 
+# 100,000 distinct rejected targets in an isolated child: admission
+# in-process (linuxtest), then latentd over loopback HTTP (cmd/latentd).
 stress-100k:
 	$(GO) test -run 'TestRejectedTargetsKeepResourcesFlat100k$$' -count=1 -v ./linuxtest -args -stress-100k
+	cd cmd/latentd && $(GO) test -run 'TestRejectedTargetsOverHTTPKeepResourcesFlat100k$$' -count=1 -v . -args -stress-100k
 
 # Mutation testing of the decision logic, one package at a time (slow:
 # minutes per package; not part of ci). Prints each package's score and
