@@ -78,6 +78,54 @@ func TestVouchedIdentities(t *testing.T) {
 			}
 		})
 	}
+	t.Run("every held field beyond the node's bound is its own step-2 answer", func(t *testing.T) {
+		fields := []struct {
+			set  func(r *policy.ResolvedRevision, v string)
+			n    int // the node allows one byte less
+			want *rejection
+		}{
+			{func(r *policy.ResolvedRevision, v string) { r.Tenant = v }, 65, errRevisionTenant},
+			{func(r *policy.ResolvedRevision, v string) { r.Service = v }, 65, errRevisionService},
+			{func(r *policy.ResolvedRevision, v string) { r.Route = v }, 65, errRevisionRoute},
+			{func(r *policy.ResolvedRevision, v string) { r.Contract = v }, 65, errRevisionContract},
+			{func(r *policy.ResolvedRevision, v string) { r.Function = v }, 65, errRevisionFunction},
+			{func(r *policy.ResolvedRevision, v string) { r.Revision = v }, 97, errRevisionID},
+			{func(r *policy.ResolvedRevision, v string) { r.Release = v }, 97, errReleaseID},
+		}
+		for _, fc := range fields {
+			f := newFixture(t, nil)
+			src := &vouchingSource{}
+			held := resizeRevision()
+			fc.set(&held, strings.Repeat("x", fc.n))
+			src.add(held, resizePolicy())
+			req := request("v")
+			req.Revision = held // the principal's tenant stays acme's
+			_, err := f.ctl.WithPolicySource(src).AdmitAt(req, at(0))
+			if err != fc.want.err() {
+				t.Errorf("%v: got %v", fc.want.err(), err)
+			}
+			// At exactly the bound the held identity is admitted.
+			f = newFixture(t, nil)
+			src = &vouchingSource{}
+			held = resizeRevision()
+			fc.set(&held, strings.Repeat("x", fc.n-1))
+			src.add(held, resizePolicy())
+			req = request("v")
+			req.Revision = held
+			if fc.want == errRevisionTenant {
+				req.Principal.Tenant = held.Tenant // unknown tenant: step 3 answers
+				_, err = f.ctl.WithPolicySource(src).AdmitAt(req, at(0))
+				wantError(t, err, CodePermissionDenied, ScopePrincipal, DimIdentity, ReasonPrincipalNotAuthorized, false)
+				continue
+			}
+			p, err := f.ctl.WithPolicySource(src).AdmitAt(req, at(0))
+			if err != nil {
+				t.Errorf("%v at the bound: %v", fc.want.err(), err)
+				continue
+			}
+			p.Release()
+		}
+	})
 	t.Run("a principal that is not allowed is step 3's answer", func(t *testing.T) {
 		f := newFixture(t, nil)
 		src := &vouchingSource{}
