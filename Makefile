@@ -15,13 +15,14 @@ FUZZ_TARGETS = ./policy:FuzzDecodePolicy ./policy:FuzzValidIdentifier \
 
 # The modules: the library (.), the node edge (edge/, its own module so
 # that the library's embedders never get its dependencies; go.work ties
-# them together), the node's command (cmd/latentd, a module of its own
-# because it imports the edge) and the dependency-hygiene consumer under
+# them together), the node's command (cmd/latentd) and the soak
+# (cmd/stress, whose -http soaks latentd), modules of their own because
+# they import the edge, and the dependency-hygiene consumer under
 # testdata/.
 # `go test ./...` at the root does not descend into edge/, so each target
 # runs once per module.
-EDGE_MODULES = edge cmd/latentd
-TIDY_MODULES = . edge cmd/latentd testdata/consumer
+EDGE_MODULES = edge cmd/latentd cmd/stress
+TIDY_MODULES = . edge cmd/latentd cmd/stress testdata/consumer
 
 .PHONY: test race bench bench-edge scaling profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check mutants ci guests node soak-http
 
@@ -90,6 +91,9 @@ profile:
 		-cpuprofile profiles/out/flood.cpu.prof -memprofile profiles/out/flood.mem.prof ./bench
 	$(GO) run ./profiles/top profiles/out/cycle.cpu.prof profiles/out/cycle.mem.prof profiles/out/flood.cpu.prof profiles/out/flood.mem.prof
 
+# cmd/stress is a module of its own; go.work makes `go run ./cmd/stress`
+# work from the root. STRESS_FLAGS=-http soaks an in-process latentd over
+# loopback (the code of `make soak-http`).
 stress:
 	$(GO) run ./cmd/stress $(STRESS_FLAGS)
 
@@ -139,6 +143,7 @@ node:
 
 # An in-process latentd soaked over loopback: a bounded request loop
 # (SOAK_FLAGS: -requests, -duration, -concurrency), HTTP status counts,
-# latency percentiles and the node's invariants.
+# latency percentiles and the node's invariants (latentd.Soak, which
+# make stress STRESS_FLAGS=-http runs too).
 soak-http:
 	$(GO) run ./cmd/latentd soak $(SOAK_FLAGS)

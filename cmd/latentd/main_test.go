@@ -19,6 +19,8 @@ import (
 	"go.uber.org/goleak"
 
 	"latent.dev/admission/catalog"
+	"latent.dev/admission/edge/latentd"
+	"latent.dev/admission/edge/latentd/demo"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -90,10 +92,7 @@ func TestTheDemonstrationServesThePrintedCurlLine(t *testing.T) {
 }
 
 func TestTheDemonstrationCatalogNamesTheEmbeddedGuest(t *testing.T) {
-	module, err := demo.ReadFile("demo/hello.wasm")
-	if err != nil {
-		t.Fatal(err)
-	}
+	module := demo.Guest()
 	sum := sha256.Sum256(module)
 	deps, err := demoDeployments()
 	if err != nil {
@@ -113,12 +112,12 @@ func TestTheDemonstrationCatalogNamesTheEmbeddedGuest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := demo.ReadFile("demo/catalog.json")
+	data := demo.CatalogJSON()
 	if _, err := catalog.ValidateFile(data, pol); err != nil {
 		t.Errorf("the demonstration catalog does not fit the demonstration policy: %v", err)
 	}
 	var tokens struct{ Tokens []map[string]any }
-	data, _ = demo.ReadFile("demo/tokens.json")
+	data = demo.TokensJSON()
 	if err := json.Unmarshal(data, &tokens); err != nil {
 		t.Fatal(err)
 	}
@@ -184,20 +183,20 @@ func TestAnEmptyStoreStartsAnEmptyCatalogAndASecondNodeIsRefused(t *testing.T) {
 }
 
 func TestSoak(t *testing.T) {
-	r, err := soak(context.Background(), soakOptions{requests: 300, duration: 30 * time.Second, concurrency: 4})
+	r, err := latentd.Soak(context.Background(), latentd.SoakOptions{Requests: 300, Duration: 30 * time.Second, Concurrency: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + r.String())
-	if len(r.violations) > 0 {
-		t.Fatal(r.violations)
+	if len(r.Violations) > 0 {
+		t.Fatal(r.Violations)
 	}
 	for _, status := range []int{200, 401, 403, 404, 413} {
-		if r.statuses[status] == 0 {
-			t.Errorf("no %d answers in the mix: %v", status, r.statuses)
+		if r.Statuses[status] == 0 {
+			t.Errorf("no %d answers in the mix: %v", status, r.Statuses)
 		}
 	}
-	if r.sent != 300 {
-		t.Errorf("sent %d, want 300", r.sent)
+	if r.Sent != 300 {
+		t.Errorf("sent %d, want 300", r.Sent)
 	}
 }

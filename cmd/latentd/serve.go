@@ -1,8 +1,8 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"embed"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,20 +18,16 @@ import (
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
 	"latent.dev/admission/edge/latentd"
+	"latent.dev/admission/edge/latentd/demo"
 	"latent.dev/admission/policy"
 )
 
-// The demonstration: a policy, a catalog of one deployment (acme/hello,
-// route greet), a token file and the guest it runs (a hand-assembled WASI
-// command that writes "hello, " and then its standard input).
-//
-//go:embed demo/policy.json demo/catalog.json demo/tokens.json demo/hello.wasm
-var demo embed.FS
-
-// The demonstration tokens (their SHA-256 digests are in demo/tokens.json).
+// The demonstration (edge/latentd/demo): a policy, a catalog of one
+// deployment (acme/hello, route greet), a token file and the guest it
+// runs. Its tokens:
 const (
-	DemoUserToken  = "latent-demo-alice" // alice, tenant acme
-	DemoAdminToken = "latent-demo-admin"
+	DemoUserToken  = demo.UserToken  // alice, tenant acme
+	DemoAdminToken = demo.AdminToken // an administrator
 )
 
 // options are the command's flags.
@@ -171,7 +167,7 @@ func loadPolicy(path string) (*policy.NodeAdmissionPolicy, error) {
 	var data []byte
 	var err error
 	if path == "" {
-		data, err = demo.ReadFile("demo/policy.json")
+		data = demo.PolicyJSON()
 	} else {
 		data, err = os.ReadFile(path)
 	}
@@ -192,31 +188,13 @@ func loadTokens(path string) (*latentd.Tokens, error) {
 	if path != "" {
 		return latentd.LoadTokens(path)
 	}
-	data, err := demo.ReadFile("demo/tokens.json")
-	if err != nil {
-		return nil, err
-	}
-	return latentd.DecodeTokens(data)
+	return latentd.DecodeTokens(demo.TokensJSON())
 }
 
-func demoDeployments() ([]catalog.Deployment, error) {
-	data, err := demo.ReadFile("demo/catalog.json")
-	if err != nil {
-		return nil, err
-	}
-	f, err := catalog.DecodeCatalogFile(data, true)
-	if err != nil {
-		return nil, fmt.Errorf("the embedded catalog: %w", err)
-	}
-	return f.Deployments, nil
-}
+func demoDeployments() ([]catalog.Deployment, error) { return demo.Deployments() }
 
 func putDemoGuest(g *latentd.WasmGuests) error {
-	module, err := demo.ReadFile("demo/hello.wasm")
-	if err != nil {
-		return err
-	}
-	return g.PutArtifact(sha256Hex(module), strings.NewReader(string(module)))
+	return g.PutArtifact(demo.GuestDigest(), bytes.NewReader(demo.Guest()))
 }
 
 // serveMain runs the node until ctx ends (SIGTERM, SIGINT), then shuts it

@@ -9,6 +9,7 @@
 //	                    [-policy FILE] [-catalog FILE]
 //	                    [-cpuprofile FILE] [-memprofile FILE] [-pipeline]
 //	                    [-load synthetic|psi] [-report FILE.html]
+//	go run ./cmd/stress -http [-duration 10s] [-requests N] [-workers N]
 //
 // With -pipeline the accepted work also runs: through the fair scheduler,
 // the fixed cell pool and the runner with a synthetic backend that acts
@@ -25,6 +26,18 @@
 // rejections by reason, the peak of live reservations against the limits,
 // and the resource counts and invariants with a pass or fail mark each.
 // The text report is printed as before.
+//
+// With -http the soak goes over HTTP instead: latentd.Soak (the code
+// `latentd soak` runs) serves the demonstration node in this process on a
+// loopback port, and -workers clients send valid invocations and distinct
+// rejected targets until -requests were sent or -duration passed. The
+// report has the HTTP status counts, latency percentiles and the
+// invariants: every request answered, the ledger back to zero, no leaked
+// permit, the node's own checks, and this process's goroutines,
+// descriptors, sockets, children and threads against a baseline taken
+// after a short warm-up soak. cmd/stress is a module of its own
+// (cmd/stress/go.mod) because it imports the edge, which the library's
+// module must not require.
 package main
 
 import (
@@ -58,6 +71,8 @@ type config struct {
 	pipeline   bool
 	load       string // loadSynthetic or loadPSI
 	report     string // the HTML report's path, or ""
+	http       bool   // soak an in-process latentd over loopback
+	requests   int    // -http: stop after this many requests
 }
 
 func main() {
@@ -78,8 +93,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.pipeline, "pipeline", false, "soak the full pipeline: admission, scheduler, cell pool and runner")
 	fs.StringVar(&cfg.load, "load", loadSynthetic, "load samples: synthetic, or psi for the real sampler over this machine")
 	fs.StringVar(&cfg.report, "report", "", "also write the report as a self-contained HTML page to FILE")
+	fs.BoolVar(&cfg.http, "http", false, "soak an in-process latentd (the demonstration node) over loopback HTTP")
+	fs.IntVar(&cfg.requests, "requests", 100000, "with -http: stop after this many requests (or -duration, whichever comes first)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if cfg.http {
+		var conflicts []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "pipeline", "report", "policy", "catalog", "load":
+				conflicts = append(conflicts, "-"+f.Name)
+			}
+		})
+		if len(conflicts) > 0 {
+			fmt.Fprintf(stderr, "stress: -http soaks the demonstration node; %v are for the in-process soaks\n", conflicts)
+			return 2
+		}
+		if cfg.duration <= 0 || cfg.workers <= 0 || cfg.requests <= 0 {
+			fmt.Fprintln(stderr, "stress: -duration, -workers and -requests must be positive")
+			return 2
+		}
 	}
 	if cfg.load != loadSynthetic && cfg.load != loadPSI {
 		fmt.Fprintln(stderr, "stress: -load must be synthetic or psi")
@@ -110,6 +144,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if cfg.http {
+		code := runHTTP(cfg, stdout, stderr)
+		if code == 0 && cfg.memProfile != "" {
+			if err := writeHeapProfile(cfg.memProfile); err != nil {
+				fmt.Fprintf(stderr, "stress: %v\n", err)
+				return 2
+			}
+		}
+		return code
 	}
 	if cfg.pipeline {
 		return runPipeline(cfg, pol, cat, stdout)

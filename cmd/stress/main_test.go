@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,50 @@ func TestShortPipelineSoakHoldsEveryInvariant(t *testing.T) {
 		"ok   no cell ran two guests", "ok   no permit leaked"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+func TestShortHTTPSoakHoldsEveryInvariant(t *testing.T) {
+	cfg := config{http: true, duration: 2 * time.Second, requests: 1 << 30, workers: 4}
+	r, err := soakHTTP(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	r.print(&out)
+	text := out.String()
+	t.Log(text)
+	if r.soak.Sent == 0 || r.soak.Answered()+r.soak.Errors != r.soak.Sent {
+		t.Errorf("sent %d, answered %d, transport errors %d", r.soak.Sent, r.soak.Answered(), r.soak.Errors)
+	}
+	for _, status := range []int{200, 401, 403, 404, 413} {
+		if r.soak.Statuses[status] == 0 {
+			t.Errorf("no %d answers in the mix: %v", status, r.soak.Statuses)
+		}
+	}
+	if !r.ok() || strings.Contains(text, "FAIL") {
+		t.Errorf("an invariant failed:\n%s", text)
+	}
+	for _, want := range []string{"http soak:", "200 OK", "latency: p50", "ok   ledger back to zero", "ok   every request answered", "goroutines "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+func TestHTTPSoakStopsAtTheRequestCount(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"-http", "-requests", "150", "-duration", "1m", "-workers", "3"}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "soak: 150 requests in ") {
+		t.Errorf("not 150 requests:\n%s", out.String())
+	}
+	for _, bad := range [][]string{{"-http", "-pipeline"}, {"-http", "-report", "x.html"}, {"-http", "-requests", "0"}, {"-http", "-load", "psi"}} {
+		if code := run(bad, &out, &errOut); code != 2 {
+			t.Errorf("%v: exit %d, want 2", bad, code)
 		}
 	}
 }

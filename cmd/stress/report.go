@@ -91,10 +91,16 @@ func (r *report) checks() []check {
 		fmt.Sprintf("abandoned %d, reclaimed %d", r.abandoned, r.reclaimed)})
 	cs = append(cs, check{"admissions counted once", r.metrics.Admitted == r.admitted,
 		fmt.Sprintf("library %d, workers %d", r.metrics.Admitted, r.admitted)})
-	cs = append(cs, check{"goroutines did not grow", r.after.goroutines <= r.before.goroutines,
-		fmt.Sprintf("%d -> %d", r.before.goroutines, r.after.goroutines)})
-	if r.before.countsErr == nil && r.after.countsErr == nil {
-		b, a := r.before.counts, r.after.counts
+	return append(cs, resourceChecks(r.before, r.after)...)
+}
+
+// resourceChecks are the invariants on this process's resources: no
+// growth from before to after.
+func resourceChecks(before, after resources) []check {
+	cs := []check{{"goroutines did not grow", after.goroutines <= before.goroutines,
+		fmt.Sprintf("%d -> %d", before.goroutines, after.goroutines)}}
+	if before.countsErr == nil && after.countsErr == nil {
+		b, a := before.counts, after.counts
 		cs = append(cs,
 			check{"descriptors did not grow", a.Descriptors <= b.Descriptors, fmt.Sprintf("%d -> %d", b.Descriptors, a.Descriptors)},
 			check{"sockets did not grow", a.Sockets <= b.Sockets, fmt.Sprintf("%d -> %d", b.Sockets, a.Sockets)},
@@ -143,17 +149,27 @@ func (r *report) print(w io.Writer) {
 		r.latency.quantile(0.5), r.latency.quantile(0.99), r.latency.quantile(0.999), r.latency.total)
 	fmt.Fprintf(w, "peak live reservations %d\n", r.peakLive)
 	fmt.Fprintf(w, "abandoned permits %d, reclaimed by the GC %d\n", r.abandoned, r.reclaimed)
-	fmt.Fprintf(w, "goroutines %d -> %d", r.before.goroutines, r.after.goroutines)
-	if r.before.countsErr == nil && r.after.countsErr == nil {
-		b, a := r.before.counts, r.after.counts
+	printResources(w, r.before, r.after)
+	printChecks(w, r.checks())
+}
+
+// printResources writes the resource counts before and after.
+func printResources(w io.Writer, before, after resources) {
+	fmt.Fprintf(w, "goroutines %d -> %d", before.goroutines, after.goroutines)
+	if before.countsErr == nil && after.countsErr == nil {
+		b, a := before.counts, after.counts
 		fmt.Fprintf(w, ", threads %d -> %d, descriptors %d -> %d, sockets %d -> %d, children %d -> %d",
 			b.Threads, a.Threads, b.Descriptors, a.Descriptors, b.Sockets, a.Sockets, b.Children, a.Children)
 	} else {
-		fmt.Fprintf(w, " (process counts unavailable: %v)", r.before.countsErr)
+		fmt.Fprintf(w, " (process counts unavailable: %v)", before.countsErr)
 	}
-	fmt.Fprintf(w, "\nheap in use %d KiB -> %d KiB\n", r.before.heapInuse>>10, r.after.heapInuse>>10)
+	fmt.Fprintf(w, "\nheap in use %d KiB -> %d KiB\n", before.heapInuse>>10, after.heapInuse>>10)
+}
+
+// printChecks writes the invariants with a pass or fail mark each.
+func printChecks(w io.Writer, cs []check) {
 	fmt.Fprintln(w, "invariants:")
-	for _, c := range r.checks() {
+	for _, c := range cs {
 		status := "ok  "
 		if !c.ok {
 			status = "FAIL"
