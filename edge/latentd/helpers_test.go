@@ -300,9 +300,18 @@ func (r response) json(t *testing.T) map[string]any {
 // do sends one request; headers are name, value pairs.
 func (tn *testNode) do(method, path, token string, body []byte, headers ...string) response {
 	tn.t.Helper()
-	req, err := http.NewRequest(method, tn.url+path, bytes.NewReader(body))
+	return send(tn.t, tn.client, tn.url, method, path, token, body, headers...)
+}
+
+// send sends one request to base+path and reads the whole answer. It
+// reports failures with Errorf, not Fatal: callers run it on goroutines
+// of their own.
+func send(t *testing.T, client *http.Client, base, method, path, token string, body []byte, headers ...string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
 	if err != nil {
-		tn.t.Fatal(err)
+		t.Errorf("%s %s: %v", method, path, err)
+		return response{}
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -310,16 +319,15 @@ func (tn *testNode) do(method, path, token string, body []byte, headers ...strin
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Add(headers[i], headers[i+1])
 	}
-	// Errorf, not Fatal: callers run this on goroutines of their own.
-	resp, err := tn.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		tn.t.Errorf("%s %s: %v", method, path, err)
+		t.Errorf("%s %s: %v", method, path, err)
 		return response{}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		tn.t.Errorf("%s %s: reading the body: %v", method, path, err)
+		t.Errorf("%s %s: reading the body: %v", method, path, err)
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: data}
 }

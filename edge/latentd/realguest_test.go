@@ -1,12 +1,10 @@
 package latentd
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -152,26 +150,28 @@ func startRealGuestNode(t *testing.T) *realGuestNode {
 
 func (rn *realGuestNode) do(method, path, token string, body []byte, headers ...string) response {
 	rn.t.Helper()
-	req, err := http.NewRequest(method, rn.url+path, bytes.NewReader(body))
-	if err != nil {
-		rn.t.Fatal(err)
+	r := send(rn.t, rn.client, rn.url, method, path, token, body, lastWins(headers)...)
+	if rn.t.Failed() {
+		rn.t.FailNow()
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
+	return r
+}
+
+// lastWins keeps, of name, value pairs that repeat a name, the last: a
+// case's header overrides the default its caller set before it.
+func lastWins(headers []string) []string {
+	var out []string
+	at := map[string]int{}
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+		name := http.CanonicalHeaderKey(headers[i])
+		if j, ok := at[name]; ok {
+			out[j+1] = headers[i+1]
+			continue
+		}
+		at[name] = len(out)
+		out = append(out, name, headers[i+1])
 	}
-	resp, err := rn.client.Do(req)
-	if err != nil {
-		rn.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		rn.t.Fatalf("%s %s: reading the body: %v", method, path, err)
-	}
-	return response{status: resp.StatusCode, header: resp.Header, body: data}
+	return out
 }
 
 // putArtifact uploads module through PUT /v1/admin/artifacts and returns
