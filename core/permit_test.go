@@ -83,7 +83,8 @@ func TestGrantIsTheMinimumOfEveryLayer(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rev := &policy.RevisionPolicy{CapsuleCeiling: tc.capsule, DeploymentCeiling: tc.deployment}
-			g := grantOf(&tc.request, rev, &node)
+			g := policy.Budget{NetworkEgressBytes: 7, StorageBytes: 7, OutboundCalls: 7} // overwritten whole
+			grantInto(&g, &tc.request, rev, &node)
 			if g.CPUFuel != tc.fuel || g.MemoryBytes != tc.memory || g.WallTime != policy.Some(tc.wall) {
 				t.Fatalf("got %+v", g)
 			}

@@ -273,7 +273,7 @@ func (c *AdmissionController) checkTrustClass(_ *AdmissionRequest, _ time.Time, 
 
 // checkGrant is step 8: a dimension granted nothing is infeasible.
 func (c *AdmissionController) checkGrant(req *AdmissionRequest, _ time.Time, d *decision) *rejection {
-	d.grant = grantOf(&req.RequestedBudget, d.rev, &c.provider.node.BudgetCeiling)
+	grantInto(&d.grant, &req.RequestedBudget, d.rev, &c.provider.node.BudgetCeiling)
 	switch {
 	case d.grant.CPUFuel == 0:
 		return errZeroFuel
@@ -285,34 +285,37 @@ func (c *AdmissionController) checkGrant(req *AdmissionRequest, _ time.Time, d *
 	return nil
 }
 
-// grantOf is the per-dimension minimum of request, capsule ceiling,
-// deployment ceiling and node ceiling; an omitted wall time adds no limit
-// at its layer, and the node's is always set.
-func grantOf(req *policy.Budget, rev *policy.RevisionPolicy, node *policy.NodeBudgetCeiling) policy.Budget {
+// grantInto sets g to the per-dimension minimum of request, capsule
+// ceiling, deployment ceiling and node ceiling; an omitted wall time adds
+// no limit at its layer, and the node's is always set. It writes in place:
+// the decision is on the caller's stack, and a returned Budget would be
+// copied into it.
+func grantInto(g *policy.Budget, req *policy.Budget, rev *policy.RevisionPolicy, node *policy.NodeBudgetCeiling) {
 	capsule, deployment := &rev.CapsuleCeiling, &rev.DeploymentCeiling
-	g := policy.Budget{
-		CPUFuel:     min(req.CPUFuel, node.CPUFuel),
-		MemoryBytes: min(req.MemoryBytes, node.MemoryBytes),
-		WallTime:    policy.Some(node.WallTime),
-	}
+	fuel, memory := min(req.CPUFuel, node.CPUFuel), min(req.MemoryBytes, node.MemoryBytes)
 	if capsule.CPUFuel.Set {
-		g.CPUFuel = min(g.CPUFuel, capsule.CPUFuel.Value)
+		fuel = min(fuel, capsule.CPUFuel.Value)
 	}
 	if deployment.CPUFuel.Set {
-		g.CPUFuel = min(g.CPUFuel, deployment.CPUFuel.Value)
+		fuel = min(fuel, deployment.CPUFuel.Value)
 	}
 	if capsule.MemoryBytes.Set {
-		g.MemoryBytes = min(g.MemoryBytes, capsule.MemoryBytes.Value)
+		memory = min(memory, capsule.MemoryBytes.Value)
 	}
 	if deployment.MemoryBytes.Set {
-		g.MemoryBytes = min(g.MemoryBytes, deployment.MemoryBytes.Value)
+		memory = min(memory, deployment.MemoryBytes.Value)
 	}
-	for _, w := range [...]policy.Optional[time.Duration]{req.WallTime, capsule.WallTime, deployment.WallTime} {
-		if w.Set && w.Value < g.WallTime.Value {
-			g.WallTime.Value = max(w.Value, 0)
-		}
+	wall := capWall(capWall(capWall(node.WallTime, req.WallTime), capsule.WallTime), deployment.WallTime)
+	*g = policy.Budget{CPUFuel: fuel, MemoryBytes: memory, WallTime: policy.Some(wall)}
+}
+
+// capWall lowers wall to a layer's limit, when the layer sets one; a
+// negative limit grants nothing.
+func capWall(wall time.Duration, limit policy.Optional[time.Duration]) time.Duration {
+	if limit.Set && limit.Value < wall {
+		return max(limit.Value, 0)
 	}
-	return g
+	return wall
 }
 
 // checkCell is step 9: the smallest compatible, permitted cell class.
