@@ -172,7 +172,7 @@ func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, tick
 		revision:     r.RevisionIdentity,
 		rev:          d.rev,
 		admittedAt:   d.admittedAt,
-		wall:         d.deadline.Sub(d.admittedAt),
+		wall:         d.wall,
 		fuel:         d.grant.CPUFuel,
 		memory:       d.grant.MemoryBytes,
 		priority:     req.Priority,
@@ -230,8 +230,7 @@ func (s *permitState) startLocked(tx atomicledger.Tx) error {
 	}
 	// Elapsed monotonic time since admission: half the cost of a second
 	// wall-clock read, and immune to wall-clock steps.
-	now := deadline.Resample(s.clock, s.admittedAt)
-	if !now.Before(s.deadline()) {
+	if deadline.Elapsed(s.clock, s.admittedAt) >= s.wall {
 		tx.Release(s.ticket)
 		s.phase.Store(permitReleased)
 		return ErrPermitDeadlineExceeded

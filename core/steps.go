@@ -23,8 +23,9 @@ type decision struct {
 	revLooked   bool // the source was asked at step 2; rev is its answer
 	features    policy.FeatureSet
 	grant       policy.Budget
-	deadline    time.Time
-	admittedAt  time.Time // the first clock reading
+	untilCaller time.Duration // from the first reading to the caller's deadline, when it has one
+	wall        time.Duration // effective: the deadline is admittedAt + wall
+	admittedAt  time.Time     // the first clock reading
 	parallelism uint64
 	sample      *LoadSample
 }
@@ -377,8 +378,12 @@ func (c *AdmissionController) checkPayload(req *AdmissionRequest, _ time.Time, d
 }
 
 // checkCallerDeadline is step 11: a caller deadline at or before now.
-func (c *AdmissionController) checkCallerDeadline(req *AdmissionRequest, now time.Time, _ *decision) *rejection {
-	if req.Deadline.Set && deadline.Expired(now, req.Deadline.Value) {
+func (c *AdmissionController) checkCallerDeadline(req *AdmissionRequest, now time.Time, d *decision) *rejection {
+	if !req.Deadline.Set {
+		return nil
+	}
+	d.untilCaller = deadline.UntilCaller(now, req.Deadline.Value)
+	if d.untilCaller <= 0 {
 		return errDeadlineExceeded
 	}
 	return nil
@@ -388,14 +393,15 @@ func (c *AdmissionController) checkCallerDeadline(req *AdmissionRequest, now tim
 // pressure must be below its threshold.
 func (c *AdmissionController) checkLoad(_ *AdmissionRequest, now time.Time, d *decision) *rejection {
 	sample, ok := c.currentLoad()
+	var elapsed time.Duration
 	if ok && sample.ObservedAt.After(now) {
 		// Published after this request's clock reading, not from the
 		// future: the sampler observed it before we loaded it, so a
 		// fresh monotonic reading is at or after it. Judging it against
 		// the older reading would reject valid work for a race.
-		now = deadline.Resample(c.clock, now)
+		elapsed = deadline.Elapsed(c.clock, now)
 	}
-	if err := loadVerdict(sample, ok, now, &c.provider.node.Overload); err != nil {
+	if err := loadVerdict(sample, ok, now, elapsed, &c.provider.node.Overload); err != nil {
 		return err
 	}
 	d.sample = sample
@@ -418,7 +424,7 @@ func (c *AdmissionController) preCheck(req *AdmissionRequest, now time.Time, d *
 	r.QueueClass, _ = pr.policy.QueueClassFor(req.Priority)
 	r.CPUFuel, r.MemoryBytes = d.grant.CPUFuel, d.grant.MemoryBytes
 	d.admittedAt = now
-	d.deadline = deadline.Bind(now, d.grant.WallTime.Value, req.Deadline.Value, req.Deadline.Set)
+	d.wall = deadline.Shorten(d.grant.WallTime.Value, d.untilCaller, req.Deadline.Set)
 	d.fingerprint = atomicledger.FingerprintOf(r.Tenant, req.ActivationID)
 	if s, exact := pr.ledger.PreCheck(d.fingerprint, r); exact && s.Scope != atomicledger.NoScope {
 		return capacityError(s)
@@ -443,12 +449,14 @@ func (c *AdmissionController) commit(req *AdmissionRequest, first time.Time, d *
 // then does any counter move.
 func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionRequest, first time.Time, d *decision) (atomicledger.Ticket, *rejection) {
 	pr := c.provider
-	now := deadline.Resample(c.clock, first)
-	if req.Deadline.Set && deadline.Expired(now, req.Deadline.Value) {
+	// Now is first + elapsed; every judgment below is a duration from
+	// first, so no second time.Time is built.
+	elapsed := deadline.Elapsed(c.clock, first)
+	if req.Deadline.Set && d.untilCaller <= elapsed {
 		return atomicledger.Ticket{}, errDeadlineExceeded
 	}
 	sample, ok := c.currentLoad()
-	if err := loadVerdict(sample, ok, now, &pr.node.Overload); err != nil {
+	if err := loadVerdict(sample, ok, first, elapsed, &pr.node.Overload); err != nil {
 		return atomicledger.Ticket{}, err
 	}
 	r := &d.reservation
@@ -458,7 +466,7 @@ func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionReq
 	if s := tx.Shortfall(r); s.Scope != atomicledger.NoScope {
 		return atomicledger.Ticket{}, capacityError(s)
 	}
-	switch deadline.Check(d.deadline.Sub(now), tx.CellBacklog(r.CellClass), d.parallelism,
+	switch deadline.Check(d.wall-elapsed, tx.CellBacklog(r.CellClass), d.parallelism,
 		sample.QueueDelay[r.CellClass], pr.estimate()) {
 	case deadline.Infeasible:
 		return atomicledger.Ticket{}, errQueueInfeasible

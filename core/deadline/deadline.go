@@ -10,13 +10,23 @@ import (
 // milliseconds, if it has one). It is computed once, at admission, from
 // a reading that carries the monotonic clock, and never reset.
 func Bind(now time.Time, granted time.Duration, callerUnixMillis int64, hasCaller bool) time.Time {
-	remaining := granted
+	return now.Add(Shorten(granted, UntilCaller(now, callerUnixMillis), hasCaller))
+}
+
+// UntilCaller is the time from now to an absolute caller deadline (unix
+// milliseconds). Sub saturates instead of overflowing, so a far-future
+// deadline is simply very far.
+func UntilCaller(now time.Time, callerUnixMillis int64) time.Duration {
+	return time.UnixMilli(callerUnixMillis).Sub(now)
+}
+
+// Shorten is the effective wall time of a grant: the granted wall time,
+// or what the caller's deadline leaves (untilCaller) when that is less.
+func Shorten(granted, untilCaller time.Duration, hasCaller bool) time.Duration {
 	if hasCaller {
-		// Sub saturates instead of overflowing, so a far-future caller
-		// deadline simply does not shorten the grant.
-		remaining = min(remaining, time.UnixMilli(callerUnixMillis).Sub(now))
+		return min(granted, untilCaller)
 	}
-	return now.Add(remaining)
+	return granted
 }
 
 // Expired reports whether an absolute caller deadline is at or before now.
