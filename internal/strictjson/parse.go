@@ -237,23 +237,44 @@ func (p *parser) array(v *Value) *Value {
 			return nil
 		}
 		p.items = append(p.items, item)
-		p.skipSpace()
-		if p.pos >= len(p.src) {
-			p.syntaxf("")
-			return nil
-		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
+		switch p.next(']', "after an array element") {
+		case closed:
 			v.Items = append([]*Value(nil), p.items[start:]...)
 			return v
-		default:
-			p.unexpected("after an array element")
+		case broken:
 			return nil
 		}
 	}
+}
+
+// separation is what follows a value inside an array or an object.
+type separation uint8
+
+const (
+	another separation = iota // a comma: another value follows
+	closed                    // the container's closing byte
+	broken                    // anything else, reported
+)
+
+// next reads, after a value in a container, the comma that continues it
+// or the closing byte that ends it; anything else is a syntax problem
+// reported as found where.
+func (p *parser) next(closing byte, where string) separation {
+	p.skipSpace()
+	if p.pos >= len(p.src) {
+		p.syntaxf("")
+		return broken
+	}
+	switch p.src[p.pos] {
+	case ',':
+		p.pos++
+		return another
+	case closing:
+		p.pos++
+		return closed
+	}
+	p.unexpected(where)
+	return broken
 }
 
 // smallObject is how many keys an object holds before duplicates are found
@@ -325,20 +346,11 @@ func (p *parser) object(v *Value) *Value {
 				}
 			}
 		}
-		p.skipSpace()
-		if p.pos >= len(p.src) {
-			p.syntaxf("")
-			return nil
-		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
+		switch p.next('}', "after an object value") {
+		case closed:
 			v.Members = append([]Member(nil), p.members[start:]...)
 			return v
-		default:
-			p.unexpected("after an object value")
+		case broken:
 			return nil
 		}
 	}
