@@ -20,14 +20,9 @@ func (System) Now() time.Time { return time.Now() }
 // Since returns time.Since(t).
 func (System) Since(t time.Time) time.Duration { return time.Since(t) }
 
-// Resample returns the time that is now according to c, derived from an
-// earlier reading first without a second wall-clock read.
-func Resample(c Clock, first time.Time) time.Time {
-	return first.Add(Elapsed(c, first))
-}
-
 // Elapsed is the time since an earlier reading first according to c,
-// never negative: a clock that went backwards never moves time backwards
+// without a second wall-clock read (on the system clock, Since reads only
+// the monotonic clock), and never negative: a clock that went backwards never moves time backwards
 // here, so a decision cannot become valid because the clock regressed.
 func Elapsed(c Clock, first time.Time) time.Duration {
 	return max(c.Since(first), 0)

@@ -5,33 +5,22 @@ import (
 	"time"
 )
 
-// Bind returns the effective deadline of a grant: the earlier of now plus
-// the granted wall time and the caller's absolute deadline (unix
-// milliseconds, if it has one). It is computed once, at admission, from
-// a reading that carries the monotonic clock, and never reset.
-func Bind(now time.Time, granted time.Duration, callerUnixMillis int64, hasCaller bool) time.Time {
-	return now.Add(Shorten(granted, UntilCaller(now, callerUnixMillis), hasCaller))
-}
-
 // UntilCaller is the time from now to an absolute caller deadline (unix
-// milliseconds). Sub saturates instead of overflowing, so a far-future
-// deadline is simply very far.
+// milliseconds); at or below zero the deadline has passed. Sub saturates
+// instead of overflowing, so a far-future deadline is simply very far.
 func UntilCaller(now time.Time, callerUnixMillis int64) time.Duration {
 	return time.UnixMilli(callerUnixMillis).Sub(now)
 }
 
 // Shorten is the effective wall time of a grant: the granted wall time,
 // or what the caller's deadline leaves (untilCaller) when that is less.
+// The effective deadline is the admission reading plus it, bound once,
+// to a reading that carries the monotonic clock, and never reset.
 func Shorten(granted, untilCaller time.Duration, hasCaller bool) time.Duration {
 	if hasCaller {
 		return min(granted, untilCaller)
 	}
 	return granted
-}
-
-// Expired reports whether an absolute caller deadline is at or before now.
-func Expired(now time.Time, callerUnixMillis int64) bool {
-	return !time.UnixMilli(callerUnixMillis).After(now)
 }
 
 // Estimate is the configured part of the feasibility check.

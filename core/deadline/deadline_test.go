@@ -154,35 +154,35 @@ func exactCheck(remaining time.Duration, backlog, p uint64, observed time.Durati
 	return Infeasible
 }
 
-func TestBind(t *testing.T) {
+func TestShortenAndUntilCaller(t *testing.T) {
 	now := time.UnixMilli(1_000_000)
-	if got := Bind(now, 5*time.Second, 0, false); !got.Equal(now.Add(5 * time.Second)) {
-		t.Fatalf("without caller deadline: %v", got)
+	const grant = 5 * time.Second
+	cases := []struct {
+		name   string
+		caller int64
+		has    bool
+		want   time.Duration
+	}{
+		{"without a caller deadline the grant stands", 0, false, grant},
+		{"an earlier caller deadline shortens it", 1_002_000, true, 2 * time.Second},
+		{"a caller deadline at the grant keeps it", 1_005_000, true, grant},
+		{"a later caller deadline never lengthens it", 1_009_000, true, grant},
+		{"a far-future caller deadline keeps it", math.MaxInt64, true, grant},
+		{"a far-past caller deadline leaves nothing", math.MinInt64, true, math.MinInt64},
 	}
-	if got := Bind(now, 5*time.Second, 1_002_000, true); !got.Equal(time.UnixMilli(1_002_000)) {
-		t.Fatalf("caller deadline shortens: %v", got)
+	for _, tc := range cases {
+		if got := Shorten(grant, UntilCaller(now, tc.caller), tc.has); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
 	}
-	if got := Bind(now, 5*time.Second, 1_009_000, true); !got.Equal(now.Add(5 * time.Second)) {
-		t.Fatalf("caller deadline never lengthens: %v", got)
+	if got := UntilCaller(now, 1_000_000); got != 0 {
+		t.Errorf("a deadline at now leaves %v, want 0 (passed)", got)
 	}
-	if got := Bind(now, 5*time.Second, math.MaxInt64, true); !got.Equal(now.Add(5 * time.Second)) {
-		t.Fatalf("far-future caller deadline: %v", got)
+	if got := UntilCaller(now.Add(time.Nanosecond), 1_000_000); got != -time.Nanosecond {
+		t.Errorf("a deadline passed by a nanosecond leaves %v", got)
 	}
-	if got := Bind(now, 5*time.Second, math.MinInt64, true); !got.Before(now) {
-		t.Fatalf("far-past caller deadline: %v", got)
-	}
-}
-
-func TestExpired(t *testing.T) {
-	now := time.UnixMilli(1_000_000)
-	if !Expired(now, 1_000_000) {
-		t.Fatal("equality is expired")
-	}
-	if Expired(now, 1_000_001) {
-		t.Fatal("one millisecond later is not expired")
-	}
-	if !Expired(now.Add(time.Nanosecond), 1_000_000) {
-		t.Fatal("a deadline passed by a nanosecond is expired")
+	if got := UntilCaller(now, 1_000_001); got != time.Millisecond {
+		t.Errorf("a deadline a millisecond away leaves %v", got)
 	}
 }
 
@@ -191,12 +191,14 @@ type backwards struct{ t time.Time }
 func (b backwards) Now() time.Time                { return b.t }
 func (b backwards) Since(time.Time) time.Duration { return -time.Second }
 
-func TestResampleNeverGoesBackwards(t *testing.T) {
+func TestElapsedNeverGoesBackwards(t *testing.T) {
 	first := time.UnixMilli(5000)
-	if got := Resample(backwards{first}, first); !got.Equal(first) {
-		t.Fatalf("got %v", got)
+	if got := Elapsed(backwards{first}, first); got != 0 {
+		t.Fatalf("a clock that went back a second: %v", got)
 	}
-	if got := Resample(System{}, time.Now()); got.IsZero() {
-		t.Fatal("system resample")
+	start := time.Now()
+	time.Sleep(time.Millisecond)
+	if got := Elapsed(System{}, start); got < time.Millisecond {
+		t.Fatalf("the system clock after a millisecond's sleep: %v", got)
 	}
 }
