@@ -55,6 +55,6 @@ func (c *AdmissionController) AdmitNow(req *AdmissionRequest) (*AdmissionPermit,
 		c.provider.metrics.reject(err)
 		return nil, err.err()
 	}
-	c.provider.metrics.admitted.Inc()
+	c.provider.metrics.inc(admittedCounter)
 	return p, nil
 }

@@ -148,16 +148,17 @@ func (p *AdmissionPermit) state() *permitState {
 	return &(*permitBlock)(unsafe.Pointer(p)).state
 }
 
-// reclaimLeaked is the block's finalizer: it returns the reservation of
-// a permit that became unreachable while still holding one. It reads the
-// block's state, not the permit's fields, so a permit its holder
-// overwrote is reclaimed like any other. A finalizer (rather than
-// runtime.AddCleanup, which allocates a closure per call) keeps admission
-// at a single allocation.
+// reclaimLeaked is the block's finalizer, set by the young table's sweep
+// (reclaim.go) on a permit that outlived a collection: it returns the
+// reservation of a permit that became unreachable while still holding
+// one. It reads the block's state, not the permit's fields, so a permit
+// its holder overwrote is reclaimed like any other. A finalizer (rather
+// than runtime.AddCleanup, which allocates a box for its argument per
+// call) adds no allocation.
 func reclaimLeaked(p *AdmissionPermit) {
 	s := &(*permitBlock)(unsafe.Pointer(p)).state
 	if s.provider.ledger.Release(s.ticket) {
-		s.provider.metrics.leaked.Inc()
+		s.provider.metrics.inc(leakedCounter)
 	}
 }
 
@@ -183,7 +184,7 @@ func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, tick
 	b.state.phase.Store(permitQueued)
 	p := &b.permit
 	p.self = uintptr(unsafe.Pointer(p))
-	runtime.SetFinalizer(p, reclaimLeaked)
+	pr.young.hold(ticket, b)
 	return p
 }
 
@@ -215,9 +216,9 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 	var err error
 	s.provider.ledger.Update(func(tx atomicledger.Tx) { err = s.startLocked(tx) })
 	if err != nil {
-		// A permit released here keeps its finalizer: when it runs it
-		// finds the ticket stale and returns nothing, and this rare path
-		// is spared a second trip into the runtime's specials.
+		// A permit released here stays in the young table (or keeps the
+		// finalizer a sweep gave it): the sweep finds it released, or the
+		// finalizer finds the ticket stale, and neither returns anything.
 		return nil, err
 	}
 	return (*ExecutionPermit)(p), nil
@@ -256,10 +257,12 @@ func (p *AdmissionPermit) release(from uint32) bool {
 			changed, released = true, tx.Release(s.ticket)
 		}
 	})
-	if changed {
-		// A released permit has nothing left to reclaim; dropping its
-		// finalizer spares the collector a finalization pass and lets the
-		// permit be freed in the first cycle that finds it unreachable.
+	if changed && !s.provider.young.forget(s.ticket, (*permitBlock)(unsafe.Pointer(p))) {
+		// A sweep took the permit out of the young table first and may
+		// have given it a finalizer. A released permit has nothing left to
+		// reclaim; dropping the finalizer spares the collector a
+		// finalization pass and lets the permit be freed in the first
+		// cycle that finds it unreachable.
 		runtime.SetFinalizer(p, nil)
 	}
 	return released

@@ -23,6 +23,7 @@ type LocalQuotaProvider struct {
 	threading policy.ThreadingSet
 	ledger    *atomicledger.Ledger
 	metrics   *metrics
+	young     *youngPermits // permits issued since the last sweep, by ledger slot
 }
 
 // NewLocalQuotaProvider validates and compiles p, then allocates the
@@ -45,7 +46,9 @@ func newProvider(c *policy.Compiled) *LocalQuotaProvider {
 		queues:  make([]policy.QueueClassSettings, c.NumQueueClasses()),
 		ledger:  atomicledger.New(c),
 		metrics: newMetrics(),
+		young:   newYoungPermits(c.Node().Limits.MaxLiveActivations),
 	}
+	armCollectionTick(pr.young)
 	for i := range pr.tenants {
 		pr.tenants[i] = c.Tenant(policy.TenantID(i))
 	}

@@ -62,6 +62,11 @@ type Ticket struct {
 	generation uint64
 }
 
+// Slot is the live-table entry the ticket names, in [0, the node live
+// limit). No two live reservations share a slot; a slot is reused only
+// after its reservation was released.
+func (t Ticket) Slot() int { return int(t.entry) }
+
 // Usage is a scope's current reservations.
 type Usage struct {
 	Live        uint64

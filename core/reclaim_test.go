@@ -1,0 +1,106 @@
+package core
+
+import (
+	"runtime"
+	"testing"
+	"time"
+	"weak"
+)
+
+// collectUntil runs the collector until cond holds, at most n times.
+func collectUntil(n int, cond func() bool) bool {
+	for i := 0; i < n; i++ {
+		if cond() {
+			return true
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	return cond()
+}
+
+// TestPermitHeldAcrossCollectionsIsReclaimedWhenDropped: a permit that
+// outlives several sweeps (and so was given its finalizer by one) is
+// still reclaimed and counted once its holder drops it.
+func TestPermitHeldAcrossCollectionsIsReclaimedWhenDropped(t *testing.T) {
+	f := newFixture(t, nil)
+	p := admit(t, f, "held", 0)
+	for i := 0; i < 4; i++ {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if f.provider.young.slots[0].Load() != nil {
+		t.Fatal("the sweep left a held permit in the young table")
+	}
+	if !p.Live() || f.provider.Metrics().Leaked != 0 {
+		t.Fatal("a held permit was reclaimed")
+	}
+	p = nil
+	if !collectUntil(200, func() bool { return f.provider.Metrics().Leaked == 1 }) {
+		t.Fatalf("leaked = %d, want 1", f.provider.Metrics().Leaked)
+	}
+	f.isZero(t)
+}
+
+// TestReleasedPermitIsFreedByOneCollection: a released permit holds no
+// finalizer, whether it was released before the first sweep (it never
+// got one) or after (its release removed the one the sweep set), so the
+// first collection that finds it unreachable frees it. A finalizer would
+// keep it for one more.
+func TestReleasedPermitIsFreedByOneCollection(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, sweeps := range []int{0, 3} {
+		p := admit(t, f, "freed", 0)
+		for i := 0; i < sweeps; i++ {
+			runtime.GC()
+			time.Sleep(time.Millisecond)
+		}
+		w := weak.Make(p)
+		if !p.Release() {
+			t.Fatal("release returned nothing")
+		}
+		p = nil
+		runtime.GC()
+		if w.Value() != nil {
+			t.Fatalf("after %d sweeps: a released permit survived the collection that found it unreachable", sweeps)
+		}
+	}
+	if f.provider.Metrics().Leaked != 0 {
+		t.Fatal("a released permit was counted as leaked")
+	}
+	f.isZero(t)
+}
+
+// TestStartFailureLeavesNothingToReclaim: a permit whose StartExecution
+// found its deadline passed is released; dropping it counts no leak.
+func TestStartFailureLeavesNothingToReclaim(t *testing.T) {
+	f := newFixture(t, nil)
+	func() {
+		p := admit(t, f, "late", 0)
+		if _, err := p.StartExecutionAt(at(60_000)); err == nil {
+			t.Fatal("started past its deadline")
+		}
+	}()
+	collectUntil(5, func() bool { return false })
+	if f.provider.Metrics().Leaked != 0 {
+		t.Fatal("a permit released by a failed start was counted as leaked")
+	}
+	f.isZero(t)
+}
+
+// TestDroppedProviderStopsItsTick: the per-collection tick holds its
+// young table weakly, so a provider that is gone leaves no tick behind
+// (many providers in one process must not accumulate work per
+// collection).
+func TestDroppedProviderStopsItsTick(t *testing.T) {
+	before := ticking.Load()
+	func() {
+		for i := 0; i < 3; i++ {
+			f := newFixture(t, nil)
+			admit(t, f, "x", 0).Release()
+		}
+	}()
+	if !collectUntil(200, func() bool { return ticking.Load() <= before }) {
+		t.Fatalf("%d ticks still armed, want at most %d", ticking.Load(), before)
+	}
+}
