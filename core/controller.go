@@ -30,23 +30,27 @@ func (c *AdmissionController) WithPolicySource(source RevisionPolicySource) *Adm
 // Provider returns the provider whose ledger the controller uses.
 func (c *AdmissionController) Provider() *LocalQuotaProvider { return c.provider }
 
-// AdmitNow decides req at the current time. The clock is read once, after
-// the request's own checks (steps 1 to 4, which no time can change) and
-// before the policy work; the deadline is bound to that reading. Under
-// the ledger mutex it is read again, monotonically, and the final
-// decision uses the second reading. A request rejected by steps 1 to 4
-// never pays for a clock read.
+// AdmitNow decides req at the current time. The clock is read once,
+// after steps 1 to 10 (the request, the policy and the pinned view, none
+// of which time can change) and before steps 11 and 12; the deadline is
+// bound to that reading. Under the ledger mutex it is read again,
+// monotonically, and the final decision uses the second reading. A
+// request rejected by steps 1 to 10 never pays for a clock read.
 func (c *AdmissionController) AdmitNow(req *AdmissionRequest) (*AdmissionPermit, error) {
 	if req == nil {
 		panic("core: AdmitNow with a nil request")
 	}
 	var d decision
-	if err := c.checkRequest(req, &d); err != nil {
+	err := c.checkRequest(req, &d)
+	if err == nil {
+		err = c.checkPolicy(req, &d)
+	}
+	if err != nil {
 		c.provider.metrics.reject(err)
 		return nil, err.err()
 	}
 	now := c.clock.Now()
-	if err := c.decide(req, now, &d); err != nil {
+	if err := c.checkAt(req, now, &d); err != nil {
 		c.provider.metrics.reject(err)
 		return nil, err.err()
 	}

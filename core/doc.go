@@ -43,13 +43,13 @@
 //
 // # Clock reads
 //
-// On the live path the clock is read once after steps 1 to 4 (the
-// request's own checks, which no time can change) and before the policy
-// work of step 5; the effective deadline is bound to that reading. Under
-// the mutex a second, monotonic-only reading (Clock.Since) decides step
-// 13. StartExecution likewise measures elapsed monotonic time from the
-// admission reading instead of reading the wall clock again. A request
-// rejected by steps 1 to 4 reads no clock at all.
+// On the live path the clock is read once after steps 1 to 10 (the
+// request, the policy and the pinned catalog view, none of which time can
+// change) and before steps 11 and 12; the effective deadline is bound to
+// that reading. Under the mutex a second, monotonic-only reading
+// (Clock.Since) decides step 13. StartExecution likewise measures elapsed
+// monotonic time from the admission reading instead of reading the wall
+// clock again. A request rejected by steps 1 to 10 reads no clock at all.
 //
 // # Errors
 //

@@ -152,11 +152,14 @@ func TestClockReads(t *testing.T) {
 	f := newFixture(t, nil)
 	clock := &countingClock{fakeClock: fakeClock{now: epoch}}
 	ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: f.load, Clock: clock})
-	t.Run("requests rejected by their own checks read no clock", func(t *testing.T) {
+	t.Run("requests rejected by steps 1 to 10 read no clock", func(t *testing.T) {
 		for _, edit := range []func(*AdmissionRequest){
 			func(r *AdmissionRequest) { r.ActivationID = "" },
 			func(r *AdmissionRequest) { r.Principal.Subject = "mallory" },
 			func(r *AdmissionRequest) { r.Priority = 99 },
+			func(r *AdmissionRequest) { r.Revision.Revision = "rev-forged" },
+			func(r *AdmissionRequest) { r.RequestedBudget.MemoryBytes = 0 },
+			func(r *AdmissionRequest) { r.PayloadBytes = 1 << 40 },
 		} {
 			req := request("x")
 			edit(req)

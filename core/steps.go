@@ -11,9 +11,11 @@ import (
 
 // This file is the decision table, read top to bottom: one function per
 // step, in the order the steps run, and the first failure is the answer.
-// Steps 1 to 4 depend on the request alone and run before any clock
-// read; steps 5 to 12 run without the ledger mutex and allocate nothing;
-// step 13 runs under the mutex and is the only one that moves a counter.
+// Steps 1 to 10 cannot change their answer with time (the request, the
+// policy and the pinned catalog view are all fixed), so they run before
+// the clock is read; steps 11 and 12 judge the first reading; steps 1 to
+// 12 run without the ledger mutex and allocate nothing; step 13 runs
+// under the mutex and is the only one that moves a counter.
 
 // decision is what steps 1 to 12 establish for the commit.
 type decision struct {
@@ -31,7 +33,7 @@ type decision struct {
 }
 
 // checkRequest runs steps 1 to 4: the request's own metadata,
-// identifiers, principal and priority. No time can change their answer.
+// identifiers, principal and priority.
 func (c *AdmissionController) checkRequest(req *AdmissionRequest, d *decision) *rejection {
 	node := &c.provider.node
 	if err := checkMetadata(req, node); err != nil {
@@ -46,31 +48,35 @@ func (c *AdmissionController) checkRequest(req *AdmissionRequest, d *decision) *
 	return c.checkPriority(req, d)
 }
 
-// decide runs steps 5 to 12 at now, then the lock-free capacity
-// pre-check. Nothing here takes the mutex or allocates.
-func (c *AdmissionController) decide(req *AdmissionRequest, now time.Time, d *decision) *rejection {
-	if err := c.checkRevision(req, now, d); err != nil {
+// checkPolicy runs steps 5 to 10: the revision in the pinned view, its
+// requirements, trust class, grant, cell class and the payload bound.
+func (c *AdmissionController) checkPolicy(req *AdmissionRequest, d *decision) *rejection {
+	if err := c.checkRevision(req, d); err != nil {
 		return err
 	}
-	if err := c.checkRequirements(req, now, d); err != nil {
+	if err := c.checkRequirements(d); err != nil {
 		return err
 	}
-	if err := c.checkTrustClass(req, now, d); err != nil {
+	if err := c.checkTrustClass(d); err != nil {
 		return err
 	}
-	if err := c.checkGrant(req, now, d); err != nil {
+	if err := c.checkGrant(req, d); err != nil {
 		return err
 	}
-	if err := c.checkCell(req, now, d); err != nil {
+	if err := c.checkCell(d); err != nil {
 		return err
 	}
-	if err := c.checkPayload(req, now, d); err != nil {
-		return err
-	}
+	return c.checkPayload(req, d)
+}
+
+// checkAt runs steps 11 and 12 at now, the first clock reading, then the
+// lock-free capacity pre-check. Nothing here takes the mutex or
+// allocates.
+func (c *AdmissionController) checkAt(req *AdmissionRequest, now time.Time, d *decision) *rejection {
 	if err := c.checkCallerDeadline(req, now, d); err != nil {
 		return err
 	}
-	if err := c.checkLoad(req, now, d); err != nil {
+	if err := c.checkLoad(now, d); err != nil {
 		return err
 	}
 	return c.preCheck(req, now, d)
@@ -202,7 +208,7 @@ func (c *AdmissionController) checkPriority(req *AdmissionRequest, d *decision) 
 
 // checkRevision is step 5: the pinned view verifies the whole tuple
 // (already asked at step 2 when the source vouches for its identities).
-func (c *AdmissionController) checkRevision(req *AdmissionRequest, _ time.Time, d *decision) *rejection {
+func (c *AdmissionController) checkRevision(req *AdmissionRequest, d *decision) *rejection {
 	if !d.revLooked {
 		d.rev = c.lookupRevision(&req.Revision)
 	}
@@ -226,7 +232,7 @@ func (c *AdmissionController) lookupRevision(rev *policy.ResolvedRevision) *poli
 // checkRequirements is step 6: backend, state model, threading and
 // features the node offers, then placement. It records the revision's
 // features as a bitset of the node's features.
-func (c *AdmissionController) checkRequirements(_ *AdmissionRequest, _ time.Time, d *decision) *rejection {
+func (c *AdmissionController) checkRequirements(d *decision) *rejection {
 	pr := c.provider
 	rev := d.rev
 	if !pr.policy.SupportsBackend(rev.Backend) {
@@ -262,7 +268,7 @@ func (c *AdmissionController) checkRequirements(_ *AdmissionRequest, _ time.Time
 
 // checkTrustClass is step 7: the tenant must permit the revision's
 // trust class.
-func (c *AdmissionController) checkTrustClass(_ *AdmissionRequest, _ time.Time, d *decision) *rejection {
+func (c *AdmissionController) checkTrustClass(d *decision) *rejection {
 	pr := c.provider
 	trustID, ok := pr.policy.TrustClassID(d.rev.TrustClass)
 	if !ok || !pr.tenants[d.reservation.Tenant].PermitsTrustClass(trustID) {
@@ -273,7 +279,7 @@ func (c *AdmissionController) checkTrustClass(_ *AdmissionRequest, _ time.Time, 
 }
 
 // checkGrant is step 8: a dimension granted nothing is infeasible.
-func (c *AdmissionController) checkGrant(req *AdmissionRequest, _ time.Time, d *decision) *rejection {
+func (c *AdmissionController) checkGrant(req *AdmissionRequest, d *decision) *rejection {
 	grantInto(&d.grant, &req.RequestedBudget, d.rev, &c.provider.node.BudgetCeiling)
 	switch {
 	case d.grant.CPUFuel == 0:
@@ -320,7 +326,7 @@ func capWall(wall time.Duration, limit policy.Optional[time.Duration]) time.Dura
 }
 
 // checkCell is step 9: the smallest compatible, permitted cell class.
-func (c *AdmissionController) checkCell(_ *AdmissionRequest, _ time.Time, d *decision) *rejection {
+func (c *AdmissionController) checkCell(d *decision) *rejection {
 	pr := c.provider
 	r := &d.reservation
 	cell, err := pr.selectCell(d.grant.MemoryBytes, d.rev.Threading, d.features,
@@ -366,7 +372,7 @@ func (pr *LocalQuotaProvider) selectCell(memory uint64, threading policy.Threadi
 
 // checkPayload is step 10: the node's maximum, then the tenant's;
 // equality is accepted.
-func (c *AdmissionController) checkPayload(req *AdmissionRequest, _ time.Time, d *decision) *rejection {
+func (c *AdmissionController) checkPayload(req *AdmissionRequest, d *decision) *rejection {
 	pr := c.provider
 	if req.PayloadBytes > pr.node.MaximumPayloadBytes {
 		return errNodePayload
@@ -391,7 +397,7 @@ func (c *AdmissionController) checkCallerDeadline(req *AdmissionRequest, now tim
 
 // checkLoad is step 12: the sample must be usable, then CPU, then memory
 // pressure must be below its threshold.
-func (c *AdmissionController) checkLoad(_ *AdmissionRequest, now time.Time, d *decision) *rejection {
+func (c *AdmissionController) checkLoad(now time.Time, d *decision) *rejection {
 	sample, ok := c.currentLoad()
 	var elapsed time.Duration
 	if ok && sample.ObservedAt.After(now) {
