@@ -77,16 +77,33 @@ type Usage struct {
 
 // counters is one scope's counters on a cache line of its own. Writers
 // hold Ledger.mu; readers load them lock-free.
+//
+// slots packs the live count (high 32 bits) and the queued count (low 32
+// bits) into one word, so a reservation moves both with one atomic add
+// and a reader loads a consistent pair. Neither can reach 2^32: both are
+// bounded by the live table, which policy.MaxNodeLiveActivations (2^20)
+// sizes, and queued never exceeds live, so the low half never borrows
+// from the high one.
 type counters struct {
-	live   atomic.Uint64
-	queued atomic.Uint64
+	slots  atomic.Uint64
 	fuel   atomic.Uint64
 	memory atomic.Uint64
-	_      [cacheLine - 32]byte
+	_      [cacheLine - 24]byte
 }
 
+// Packed slot deltas; subtracting d is adding -d, which wraps.
+const (
+	oneLive   uint64 = 1 << 32
+	oneQueued uint64 = 1
+	halfMask  uint64 = 1<<32 - 1
+)
+
+func (c *counters) live() uint64   { return c.slots.Load() >> 32 }
+func (c *counters) queued() uint64 { return c.slots.Load() & halfMask }
+
 func (c *counters) usage() Usage {
-	return Usage{Live: c.live.Load(), Queued: c.queued.Load(), CPUFuel: c.fuel.Load(), MemoryBytes: c.memory.Load()}
+	v := c.slots.Load()
+	return Usage{Live: v >> 32, Queued: v & halfMask, CPUFuel: c.fuel.Load(), MemoryBytes: c.memory.Load()}
 }
 
 type paddedSequence struct {
@@ -214,17 +231,18 @@ func (l *Ledger) shortfall(r *Reservation) Shortfall {
 		return s
 	}
 	limit := l.queueLimits[r.QueueClass]
-	if !fits(l.queue[r.QueueClass].queued.Load(), 1, limit) {
+	if !fits(l.queue[r.QueueClass].queued(), 1, limit) {
 		return Shortfall{Scope: QueueClassScope, Dimension: QueuedReservations, Permanent: limit < 1}
 	}
 	return Shortfall{}
 }
 
 func scopeShortfall(scope Scope, c *counters, lim *policy.Limits, r *Reservation) (Shortfall, bool) {
+	v := c.slots.Load()
 	switch {
-	case !fits(c.live.Load(), 1, lim.MaxLiveActivations):
+	case !fits(v>>32, 1, lim.MaxLiveActivations):
 		return Shortfall{scope, LiveActivations, lim.MaxLiveActivations < 1}, false
-	case !fits(c.queued.Load(), 1, lim.MaxQueuedReservations):
+	case !fits(v&halfMask, 1, lim.MaxQueuedReservations):
 		return Shortfall{scope, QueuedReservations, lim.MaxQueuedReservations < 1}, false
 	case !fits(c.fuel.Load(), r.CPUFuel, lim.MaxReservedCPUFuel):
 		return Shortfall{scope, CPUFuel, r.CPUFuel > lim.MaxReservedCPUFuel}, false
@@ -241,7 +259,7 @@ func fits(used, need, limit uint64) bool {
 
 // CellBacklog is the number of live reservations (queued plus
 // executing) of cell class c.
-func (tx Tx) CellBacklog(c policy.CellClass) uint64 { return tx.held().cell[c].live.Load() }
+func (tx Tx) CellBacklog(c policy.CellClass) uint64 { return tx.held().cell[c].live() }
 
 // Reserve commits r for key (fp, id). The caller has checked that
 // the key is absent and ShortfallLocked found room; every counter moves
@@ -250,25 +268,27 @@ func (tx Tx) Reserve(fp Fingerprint, id string, r Reservation) Ticket {
 	l := tx.held()
 	l.sequence.seq.Add(1)
 	tk := l.table.insertLocked(fp, id, r)
-	add(&l.node, &r, 1)
-	add(&l.tenant[r.Tenant], &r, 1)
-	add(&l.trust[r.TrustClass], &r, 1)
-	l.queue[r.QueueClass].queued.Add(1)
-	l.cell[r.CellClass].live.Add(1)
+	add(&l.node, &r)
+	add(&l.tenant[r.Tenant], &r)
+	add(&l.trust[r.TrustClass], &r)
+	l.queue[r.QueueClass].slots.Add(oneQueued)
+	l.cell[r.CellClass].slots.Add(oneLive)
 	l.sequence.seq.Add(1)
 	return tk
 }
 
-func add(c *counters, r *Reservation, queued uint64) {
-	c.live.Add(1)
-	c.queued.Add(queued)
+// add counts one new queued reservation: a live and a queued slot, its
+// fuel and its memory.
+func add(c *counters, r *Reservation) {
+	c.slots.Add(oneLive + oneQueued)
 	c.fuel.Add(r.CPUFuel)
 	c.memory.Add(r.MemoryBytes)
 }
 
+// sub returns a reservation: its live slot, queued (the packed queued
+// slots it still holds: one, or none once started), fuel and memory.
 func sub(c *counters, r *Reservation, queued uint64) {
-	c.live.Add(^uint64(0))
-	c.queued.Add(-queued)
+	c.slots.Add(-(oneLive + queued))
 	c.fuel.Add(-r.CPUFuel)
 	c.memory.Add(-r.MemoryBytes)
 }
@@ -285,10 +305,10 @@ func (tx Tx) Start(tk Ticket) bool {
 	l.sequence.seq.Add(1)
 	e.executing = true
 	r := &e.reservation
-	l.node.queued.Add(^uint64(0))
-	l.tenant[r.Tenant].queued.Add(^uint64(0))
-	l.trust[r.TrustClass].queued.Add(^uint64(0))
-	l.queue[r.QueueClass].queued.Add(^uint64(0))
+	l.node.slots.Add(^oneQueued + 1)
+	l.tenant[r.Tenant].slots.Add(^oneQueued + 1)
+	l.trust[r.TrustClass].slots.Add(^oneQueued + 1)
+	l.queue[r.QueueClass].slots.Add(^oneQueued + 1)
 	l.sequence.seq.Add(1)
 	return true
 }
@@ -305,15 +325,17 @@ func (l *Ledger) releaseLocked(tk Ticket) bool {
 	}
 	l.sequence.seq.Add(1)
 	r := e.reservation
-	var queued uint64 = 1
+	var queued uint64 = oneQueued
 	if e.executing {
 		queued = 0
 	}
 	sub(&l.node, &r, queued)
 	sub(&l.tenant[r.Tenant], &r, queued)
 	sub(&l.trust[r.TrustClass], &r, queued)
-	l.queue[r.QueueClass].queued.Add(-queued)
-	l.cell[r.CellClass].live.Add(^uint64(0))
+	if queued != 0 {
+		l.queue[r.QueueClass].slots.Add(-queued)
+	}
+	l.cell[r.CellClass].slots.Add(^oneLive + 1)
 	l.table.removeLocked(tk.entry)
 	l.sequence.seq.Add(1)
 	return true
@@ -336,10 +358,10 @@ func (l *Ledger) Tenant(id policy.TenantID) Usage { return l.tenant[id].usage() 
 func (l *Ledger) TrustClass(id policy.TrustClassID) Usage { return l.trust[id].usage() }
 
 // QueueClassQueued reads a queue class's queued count lock-free.
-func (l *Ledger) QueueClassQueued(id policy.QueueClassID) uint64 { return l.queue[id].queued.Load() }
+func (l *Ledger) QueueClassQueued(id policy.QueueClassID) uint64 { return l.queue[id].queued() }
 
 // CellClassLive reads a cell class's live backlog lock-free.
-func (l *Ledger) CellClassLive(c policy.CellClass) uint64 { return l.cell[c].live.Load() }
+func (l *Ledger) CellClassLive(c policy.CellClass) uint64 { return l.cell[c].live() }
 
 // LiveEntries counts live reservations in the table (takes the mutex).
 func (l *Ledger) LiveEntries() int {

@@ -31,10 +31,10 @@ func (l *Ledger) SnapshotInto(s *Snapshot) {
 		s.TrustClass[i] = l.trust[i].usage()
 	}
 	for i := range l.queue {
-		s.QueueQueued[i] = l.queue[i].queued.Load()
+		s.QueueQueued[i] = l.queue[i].queued()
 	}
 	for i := range l.cell {
-		s.CellLive[i] = l.cell[i].live.Load()
+		s.CellLive[i] = l.cell[i].live()
 	}
 }
 
