@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"latent.dev/admission/internal/strictjson"
+	"latent.dev/admission/policy"
 )
 
 // deployment is the compiled, immutable form of a Deployment at one
@@ -41,6 +42,10 @@ type revision struct {
 	releaseID  string
 	spec       Revision // normalized; &spec.Policy is what admission is handed
 	recordSize uint64
+	// identity is the revision's whole identity tuple, which admission
+	// verifies a request against; a permit points to it rather than
+	// copying it.
+	identity policy.RevisionIdentity
 }
 
 // compileDeployment validates d and builds its immutable compiled form.
@@ -88,11 +93,14 @@ func compileReporting(d *Deployment, generation uint64, prefix string, problems 
 			n := normalizeRevision(src.Revisions[j])
 			releaseID := ReleaseID(n.Release)
 			rev := &rt.revisions[j]
+			id := revisionID(d.Tenant, d.Service, src, releaseID, &n)
 			*rev = revision{
-				id:         revisionID(d.Tenant, d.Service, src, releaseID, &n),
+				id:         id,
 				releaseID:  releaseID,
 				spec:       n,
 				recordSize: uint64(len(appendRevisionRecord(nil, &n))),
+				identity: policy.RevisionIdentity{Tenant: dep.tenant, Service: dep.service, Route: rt.name,
+					Contract: rt.contract, Function: rt.function, Revision: id, Release: releaseID, Generation: generation},
 			}
 			total += n.Weight // validation ruled out overflow
 			rt.cumulative[j] = total

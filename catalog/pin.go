@@ -103,33 +103,55 @@ func (p *Pin) Resolve(target Target, routingKey string) (*policy.ResolvedRevisio
 // re-resolves, ignores rev.Attributes, allocates nothing and touches no
 // file. The returned policy is shared and must not be modified.
 func (p *Pin) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, bool) {
+	if r := p.verify(rev); r != nil {
+		return &r.spec.Policy, true
+	}
+	return nil, false
+}
+
+// VerifiedRevision is [Pin.RevisionPolicy] that also returns the pin's
+// own copy of the identity it verified rev against, equal to rev's field
+// by field. Both are shared, never change, and must not be modified. It
+// makes the pin a core.ValidatedRevisionSource: every identity a pin
+// holds obeys the identifier character rules, because a deployment is
+// validated when it is compiled and generated identities are hex.
+func (p *Pin) VerifiedRevision(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, *policy.RevisionIdentity, bool) {
+	if r := p.verify(rev); r != nil {
+		return &r.spec.Policy, &r.identity, true
+	}
+	return nil, nil, false
+}
+
+// verify returns the pin's revision whose whole identity tuple is rev's,
+// or nil.
+func (p *Pin) verify(rev *policy.ResolvedRevision) *revision {
 	if p == nil || rev == nil {
-		return nil, false
+		return nil
 	}
 	dep := p.lookup(rev.Tenant, rev.Service)
 	if dep == nil || dep.generation != rev.Generation {
-		return nil, false
+		return nil
 	}
 	// The route by its short name, then the revision by comparing IDs
 	// within it: a route holds a handful of revisions with distinct IDs,
 	// and comparing a 68-byte ID costs less than hashing it.
 	i, ok := dep.routeIndex[rev.Route]
 	if !ok {
-		return nil, false
+		return nil
 	}
 	rt := &dep.routes[i]
 	if rt.contract != rev.Contract || rt.function != rev.Function {
-		return nil, false
+		return nil
 	}
 	for j := range rt.revisions {
 		if r := &rt.revisions[j]; r.id == rev.Revision {
 			if r.releaseID != rev.Release {
-				return nil, false
+				return nil
 			}
-			return &r.spec.Policy, true
+			return r
 		}
 	}
-	return nil, false
+	return nil
 }
 
 // RoutingHash is the stable 64-bit hash that places a routing key on a

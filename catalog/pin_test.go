@@ -49,8 +49,29 @@ func TestRevisionPolicyRejectsEveryTupleFieldMismatch(t *testing.T) {
 			if p, ok := pin.RevisionPolicy(&rev); ok || p != nil {
 				t.Fatalf("tampered tuple %+v accepted", rev)
 			}
+			if p, id, ok := pin.VerifiedRevision(&rev); ok || p != nil || id != nil {
+				t.Fatalf("tampered tuple %+v verified", rev)
+			}
 		})
 	}
+	t.Run("VerifiedRevision answers the same policy and the pin's own identity", func(t *testing.T) {
+		for _, target := range []Target{{"acme", "thumbs", "resize"}, {"acme", "thumbs", "crop"}} {
+			rev := mustResolve(t, pin, target, "k")
+			want, _ := pin.RevisionPolicy(rev)
+			p, id, ok := pin.VerifiedRevision(rev)
+			if !ok || p != want || id == nil || *id != rev.RevisionIdentity {
+				t.Fatalf("%v: VerifiedRevision = %p %+v %v, want %p and the resolved identity", target, p, id, ok, want)
+			}
+			again := *rev
+			if _, id2, _ := pin.VerifiedRevision(&again); id2 != id {
+				t.Fatal("the identity is not the pin's shared copy")
+			}
+		}
+		var none *Pin
+		if p, id, ok := none.VerifiedRevision(good); ok || p != nil || id != nil {
+			t.Fatal("nil pin verified")
+		}
+	})
 	t.Run("attributes are ignored", func(t *testing.T) {
 		rev := *good
 		rev.Attributes = map[string]string{"trust_class": "privileged"}

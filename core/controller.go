@@ -10,7 +10,7 @@ import (
 type AdmissionController struct {
 	provider *LocalQuotaProvider
 	source   RevisionPolicySource
-	vouched  bool // source is a ValidatedRevisionSource
+	vouched  ValidatedRevisionSource // source, when it vouches for its identities
 	load     NodeLoadSource
 	clock    deadline.Clock
 }
@@ -23,7 +23,7 @@ func (c *AdmissionController) WithPolicySource(source RevisionPolicySource) *Adm
 	if isNilPointer(source) {
 		n.source = nil
 	}
-	_, n.vouched = n.source.(ValidatedRevisionSource)
+	n.vouched, _ = n.source.(ValidatedRevisionSource)
 	return &n
 }
 

@@ -113,6 +113,16 @@ type permitBlock struct {
 	state  permitState
 }
 
+// ownedPermitBlock is the block of a permit admitted through a source that
+// does not vouch for its identities (so has no copy of the identity to
+// point to): the identity is copied after the state. The state cannot
+// point to it, as a pointer into the block would keep the block reachable
+// from itself and its finalizer would never run; it is found by offset.
+type ownedPermitBlock struct {
+	permitBlock
+	identity policy.RevisionIdentity
+}
+
 // permitState is what a live permit holds: its reservation and what its
 // Grant is rebuilt from. The strings and the revision policy it points to
 // are immutable, so a permit copies no name, list or settings of its own;
@@ -123,7 +133,9 @@ type permitState struct {
 	ticket   atomicledger.Ticket
 
 	activationID string
-	revision     policy.RevisionIdentity
+	// identity is the vouching source's copy of the verified identity;
+	// nil when the block is an ownedPermitBlock holding its own.
+	identity     *policy.RevisionIdentity
 	rev          *policy.RevisionPolicy // from the pinned view; never changes
 	admittedAt   time.Time              // the reading the deadline was bound to
 	wall         time.Duration          // effective: the deadline is admittedAt + wall
@@ -139,6 +151,15 @@ type permitState struct {
 
 // deadline is the effective deadline.
 func (s *permitState) deadline() time.Time { return s.admittedAt.Add(s.wall) }
+
+// revisionIdentity is the verified identity the permit was admitted for.
+func (s *permitState) revisionIdentity() *policy.RevisionIdentity {
+	if s.identity != nil {
+		return s.identity
+	}
+	b := (*permitBlock)(unsafe.Add(unsafe.Pointer(s), -int(unsafe.Offsetof(permitBlock{}.state))))
+	return &(*ownedPermitBlock)(unsafe.Pointer(b)).identity
+}
 
 // state returns the permit's state, or nil for an inert permit.
 func (p *AdmissionPermit) state() *permitState {
@@ -164,13 +185,19 @@ func reclaimLeaked(p *AdmissionPermit) {
 
 func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, ticket atomicledger.Ticket) *AdmissionPermit {
 	pr := c.provider
-	r := &req.Revision
-	b := &permitBlock{state: permitState{
+	var b *permitBlock
+	if d.identity != nil {
+		b = new(permitBlock)
+	} else {
+		o := &ownedPermitBlock{identity: req.Revision.RevisionIdentity}
+		b = &o.permitBlock
+	}
+	b.state = permitState{
 		provider:     pr,
 		clock:        c.clock,
 		ticket:       ticket,
 		activationID: req.ActivationID,
-		revision:     r.RevisionIdentity,
+		identity:     d.identity,
 		rev:          d.rev,
 		admittedAt:   d.admittedAt,
 		wall:         d.wall,
@@ -180,7 +207,7 @@ func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, tick
 		queue:        d.reservation.QueueClass,
 		trust:        d.reservation.TrustClass,
 		cell:         d.reservation.CellClass,
-	}}
+	}
 	b.state.phase.Store(permitQueued)
 	p := &b.permit
 	p.self = uintptr(unsafe.Pointer(p))
@@ -301,7 +328,7 @@ func (p *AdmissionPermit) Grant() Grant {
 	pr := s.provider
 	return Grant{
 		ActivationID: s.activationID,
-		Revision:     s.revision,
+		Revision:     *s.revisionIdentity(),
 		// The effective budget: the grant, with the wall time the
 		// effective deadline leaves (a caller deadline earlier than now
 		// plus the granted wall time shortens it).

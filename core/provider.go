@@ -95,7 +95,7 @@ func (p *LocalQuotaProvider) Controller(cfg ControllerConfig) *AdmissionControll
 	if isNilPointer(c.source) {
 		c.source = nil
 	}
-	_, c.vouched = c.source.(ValidatedRevisionSource)
+	c.vouched, _ = c.source.(ValidatedRevisionSource)
 	return c
 }
 

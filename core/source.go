@@ -21,9 +21,13 @@ type RevisionPolicySource interface {
 // request whose revision identity such a source holds, step 2 checks the
 // identity's lengths against the node's bounds without scanning its
 // characters again; an identity the source does not hold is scanned, so
-// it still gets step 2's answer before step 5's.
+// it still gets step 2's answer before step 5's. A permit points to the
+// source's copy of the identity instead of copying it, which keeps the
+// permit's one allocation small.
 type ValidatedRevisionSource interface {
 	RevisionPolicySource
-	// IdentitiesValidated marks the guarantee; it is never called.
-	IdentitiesValidated()
+	// VerifiedRevision is RevisionPolicy that also returns the source's
+	// own copy of the identity it verified rev against: equal to rev's
+	// field by field, and, like the policy, never changed afterwards.
+	VerifiedRevision(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, *policy.RevisionIdentity, bool)
 }

@@ -22,7 +22,8 @@ type decision struct {
 	reservation atomicledger.Reservation
 	fingerprint atomicledger.Fingerprint
 	rev         *policy.RevisionPolicy
-	revLooked   bool // the source was asked at step 2; rev is its answer
+	identity    *policy.RevisionIdentity // a vouching source's copy of the request's; nil for other sources
+	revLooked   bool                     // the source was asked at step 2; rev is its answer
 	features    policy.FeatureSet
 	grant       policy.Budget
 	untilCaller time.Duration // from the first reading to the caller's deadline, when it has one
@@ -127,8 +128,9 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 		return errPrincipalService
 	}
 	r := &req.Revision
-	if c.vouched {
-		d.rev, d.revLooked = c.lookupRevision(r), true
+	if c.vouched != nil {
+		d.rev, d.identity, _ = c.vouched.VerifiedRevision(r)
+		d.revLooked = true
 		if d.rev != nil && revisionFits(r, node) {
 			return checkBudgetDimensions(&req.RequestedBudget)
 		}

@@ -3,6 +3,7 @@ package core
 import (
 	"strings"
 	"testing"
+	"unsafe"
 
 	"latent.dev/admission/policy"
 )
@@ -19,7 +20,15 @@ func (s *vouchingSource) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.R
 	return s.mapSource.RevisionPolicy(rev)
 }
 
-func (*vouchingSource) IdentitiesValidated() {}
+func (s *vouchingSource) VerifiedRevision(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, *policy.RevisionIdentity, bool) {
+	s.asked++
+	for i := range s.entries {
+		if e := &s.entries[i]; e.rev.RevisionIdentity == rev.RevisionIdentity {
+			return e.policy, &e.rev.RevisionIdentity, true
+		}
+	}
+	return nil, nil, false
+}
 
 var _ ValidatedRevisionSource = (*vouchingSource)(nil)
 
@@ -137,7 +146,7 @@ func TestVouchedIdentities(t *testing.T) {
 	})
 	t.Run("a source that does not vouch is scanned and asked at step 5", func(t *testing.T) {
 		f := newFixture(t, nil)
-		if f.ctl.vouched {
+		if f.ctl.vouched != nil {
 			t.Fatal("mapSource vouches")
 		}
 		req := request("v")
@@ -145,4 +154,53 @@ func TestVouchedIdentities(t *testing.T) {
 		_, err := f.ctl.AdmitAt(req, at(0))
 		wantError(t, err, CodeInvalidArgument, ScopeRevision, DimRoute, ReasonIdentifierInvalid, false)
 	})
+}
+
+// TestPermitIdentityIsVerifiedAndImmutable: through a vouching source the
+// permit points to the source's copy of the identity; through any other
+// it holds its own copy. Either way the grant reports the verified
+// identity, a caller changing its request afterwards changes nothing, and
+// a dropped permit of either layout is reclaimed.
+func TestPermitIdentityIsVerifiedAndImmutable(t *testing.T) {
+	f := newFixture(t, nil)
+	src := &vouchingSource{}
+	src.add(resizeRevision(), resizePolicy())
+	f.source.add(resizeRevision(), resizePolicy())
+	want := resizeRevision().RevisionIdentity
+	for name, ctl := range map[string]*AdmissionController{"vouched": f.ctl.WithPolicySource(src), "owned": f.ctl} {
+		t.Run(name, func(t *testing.T) {
+			req := request("id-" + name)
+			p, err := ctl.AdmitAt(req, at(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := p.state()
+			if vouched := s.identity != nil; vouched != (name == "vouched") {
+				t.Fatalf("identity pointer set: %v", vouched)
+			}
+			if name == "vouched" && s.identity != &src.entries[0].rev.RevisionIdentity {
+				t.Fatal("the permit does not point to the source's identity")
+			}
+			req.Revision.Revision, req.Revision.Tenant = "changed", "changed"
+			if got := p.Grant().Revision; got != want {
+				t.Fatalf("grant identity %+v, want %+v", got, want)
+			}
+			func() { _, _ = ctl.AdmitAt(request("dropped-"+name), at(0)) }()
+			before := f.provider.Metrics().Leaked
+			if !waitForLeak(t, func() bool { return f.provider.Metrics().Leaked == before+1 }) {
+				t.Fatal("a dropped permit was not reclaimed")
+			}
+			p.Release()
+		})
+	}
+	f.isZero(t)
+}
+
+// TestPermitBlockIsSmall keeps the one allocation of an admission through a
+// vouching source within the 160-byte size class: its identity and policy
+// are pointers to the source's immutable copies.
+func TestPermitBlockIsSmall(t *testing.T) {
+	if n := unsafe.Sizeof(permitBlock{}); n > 160 {
+		t.Fatalf("a permit block is %d bytes", n)
+	}
 }
