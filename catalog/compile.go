@@ -16,8 +16,28 @@ type deployment struct {
 	service    string
 	generation uint64
 	routes     []route        // file order: the store keeps it
-	routeIndex map[string]int // route name -> index in routes
+	routeIndex map[string]int // route name -> index in routes; nil for a few routes, which are compared by name
 	usage      Usage
+}
+
+// linearRoutes is the most routes a deployment finds by comparing names;
+// past it a map is cheaper than the comparisons.
+const linearRoutes = 8
+
+// route returns the route named name, or nil.
+func (d *deployment) route(name string) *route {
+	if d.routeIndex == nil {
+		for i := range d.routes {
+			if d.routes[i].name == name {
+				return &d.routes[i]
+			}
+		}
+		return nil
+	}
+	if i, ok := d.routeIndex[name]; ok {
+		return &d.routes[i]
+	}
+	return nil
 }
 
 type route struct {
@@ -75,7 +95,9 @@ func compileReporting(d *Deployment, generation uint64, prefix string, problems 
 		service:    d.Service,
 		generation: generation,
 		routes:     make([]route, len(d.Routes)),
-		routeIndex: make(map[string]int, len(d.Routes)),
+	}
+	if len(d.Routes) > linearRoutes {
+		dep.routeIndex = make(map[string]int, len(d.Routes))
 	}
 	for i := range d.Routes {
 		src := &d.Routes[i]
@@ -87,7 +109,9 @@ func compileReporting(d *Deployment, generation uint64, prefix string, problems 
 			revisions:  make([]revision, len(src.Revisions)),
 			cumulative: make([]uint64, len(src.Revisions)),
 		}
-		dep.routeIndex[rt.name] = i
+		if dep.routeIndex != nil {
+			dep.routeIndex[rt.name] = i
+		}
 		var total uint64
 		for j := range src.Revisions {
 			n := normalizeRevision(src.Revisions[j])

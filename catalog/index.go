@@ -1,10 +1,12 @@
 package catalog
 
 import (
-	"hash/maphash"
 	"math/bits"
+	"math/rand/v2"
 	"slices"
 	"sync/atomic"
+
+	"latent.dev/admission/internal/strhash"
 )
 
 // The index is a persistent hash array mapped trie from (tenant, service)
@@ -53,13 +55,13 @@ const (
 // indexSeed keys the trie's hash. It is chosen per process: the index
 // lives only in memory, and a random seed keeps anyone who chooses names
 // from aiming them at one path of the trie.
-var indexSeed = maphash.MakeSeed()
+var indexSeed = rand.Uint64()
 
-// keyHash is the hash the index places (tenant, service) by. Each name is
-// hashed on its own, so ("ab", "c") and ("a", "bc") do not meet by
-// construction.
+// keyHash is the hash the index places (tenant, service) by: one pass
+// over both names, the tenant's length included, so ("ab", "c") and
+// ("a", "bc") do not meet by construction.
 func keyHash(tenant, service string) uint64 {
-	return maphash.String(indexSeed, tenant) ^ maphash.String(indexSeed, service)*0x9e3779b97f4a7c15
+	return strhash.Pair(indexSeed, tenant, service)
 }
 
 // editTokens hands out edit tokens; 0 is never one.

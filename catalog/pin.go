@@ -70,11 +70,10 @@ func (p *Pin) Resolve(target Target, routingKey string) (*policy.ResolvedRevisio
 	if dep == nil {
 		return nil, ErrNotResolved
 	}
-	i, ok := dep.routeIndex[target.Route]
-	if !ok {
+	rt := dep.route(target.Route)
+	if rt == nil {
 		return nil, ErrNotResolved
 	}
-	rt := &dep.routes[i]
 	total := rt.totalWeight()
 	if total == 0 {
 		return nil, ErrNotResolved
@@ -135,11 +134,10 @@ func (p *Pin) verify(rev *policy.ResolvedRevision) *revision {
 	// The route by its short name, then the revision by comparing IDs
 	// within it: a route holds a handful of revisions with distinct IDs,
 	// and comparing a 68-byte ID costs less than hashing it.
-	i, ok := dep.routeIndex[rev.Route]
-	if !ok {
+	rt := dep.route(rev.Route)
+	if rt == nil {
 		return nil
 	}
-	rt := &dep.routes[i]
 	if rt.contract != rev.Contract || rt.function != rev.Function {
 		return nil
 	}

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"testing"
@@ -295,5 +296,41 @@ func TestGenerationCounterNeverWraps(t *testing.T) {
 	}
 	if c.Pin() != last {
 		t.Fatal("an exhausted catalog changed")
+	}
+}
+
+// TestRoutesAreFoundAtEveryCount: a deployment compares route names up to
+// linearRoutes routes and keeps a map beyond; resolution and verification
+// must find every route and no other either way.
+func TestRoutesAreFoundAtEveryCount(t *testing.T) {
+	for _, n := range []int{1, linearRoutes, linearRoutes + 1, 3 * linearRoutes} {
+		c := New(GenerousCapacity)
+		d := weighted("acme", "thumbs", 1)
+		base := d.Routes[0]
+		d.Routes = nil
+		for i := 0; i < n; i++ {
+			rt := base
+			rt.Name = fmt.Sprintf("route-%d", i)
+			d.Routes = append(d.Routes, rt)
+		}
+		mustDeploy(t, c, d)
+		pin := c.Pin()
+		for i := 0; i < n; i++ {
+			rev := mustResolve(t, pin, Target{"acme", "thumbs", fmt.Sprintf("route-%d", i)}, "k")
+			if rev.Route != fmt.Sprintf("route-%d", i) {
+				t.Fatalf("%d routes: resolved %q for route-%d", n, rev.Route, i)
+			}
+			if _, ok := pin.RevisionPolicy(rev); !ok {
+				t.Fatalf("%d routes: route-%d does not verify", n, i)
+			}
+			forged := *rev
+			forged.Route = fmt.Sprintf("route-%d", n)
+			if _, ok := pin.RevisionPolicy(&forged); ok {
+				t.Fatalf("%d routes: a route past the last verifies", n)
+			}
+		}
+		if _, err := pin.Resolve(Target{"acme", "thumbs", "route-x"}, "k"); !errors.Is(err, ErrNotResolved) {
+			t.Fatalf("%d routes: an unknown route resolved: %v", n, err)
+		}
 	}
 }

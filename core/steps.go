@@ -187,9 +187,8 @@ func (c *AdmissionController) checkPrincipal(req *AdmissionRequest, d *decision)
 	if p.Kind == policy.AnonymousPrincipal {
 		return errPrincipalDenied
 	}
-	tenantID, ok := pr.policy.TenantID(p.Tenant)
-	if !ok || p.Tenant != req.Revision.Tenant || !pr.policy.Authorized(tenantID, p.Kind, p.Subject) ||
-		(p.Kind == policy.ServicePrincipal && p.Service == "") {
+	tenantID, ok := pr.policy.AuthorizedPrincipal(p.Tenant, p.Kind, p.Subject)
+	if !ok || p.Tenant != req.Revision.Tenant || (p.Kind == policy.ServicePrincipal && p.Service == "") {
 		return errPrincipalDenied
 	}
 	d.reservation.Tenant = tenantID

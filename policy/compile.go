@@ -26,6 +26,7 @@ type Compiled struct {
 	tenants       []TenantSettings
 	tenantByName  map[string]TenantID
 	principals    []map[string]principalKinds // by TenantID: subject -> kinds
+	allow         allowlist                   // (tenant, subject) -> tenant ID and kinds
 	trustClasses  []TrustClassSettings
 	trustByName   map[string]TrustClassID
 	queueClasses  []QueueClassSettings
@@ -178,6 +179,16 @@ func Compile(p *NodeAdmissionPolicy) (*Compiled, error) {
 		c.principals = append(c.principals, allow)
 		c.tenantByName[tp.ID] = id
 	}
+	entries := 0
+	for _, allow := range c.principals {
+		entries += len(allow)
+	}
+	c.allow = newAllowlist(entries)
+	for id, allow := range c.principals {
+		for subject, kinds := range allow {
+			c.allow.add(c.tenants[id].Name, subject, TenantID(id), kinds)
+		}
+	}
 	return c, nil
 }
 
@@ -235,6 +246,16 @@ func (c *Compiled) TrustClass(id TrustClassID) TrustClassSettings { return c.tru
 
 // TrustClassID looks a trust class up by name.
 func (c *Compiled) TrustClassID(name string) (TrustClassID, bool) {
+	// A node has a handful of trust classes; comparing names costs less
+	// than hashing one. The map serves the rest.
+	if len(c.trustClasses) <= 8 {
+		for i := range c.trustClasses {
+			if c.trustClasses[i].Name == name {
+				return TrustClassID(i), true
+			}
+		}
+		return 0, false
+	}
 	id, ok := c.trustByName[name]
 	return id, ok
 }

@@ -384,3 +384,70 @@ func TestMustCompilePanicsOnAnInvalidPolicy(t *testing.T) {
 	}()
 	policy.MustCompile(p)
 }
+
+// TestAuthorizedPrincipalAgreesWithTheAllowlists checks step 3's
+// combined lookup against the per-tenant answers, for every listed
+// principal, each kind, unknown tenants and subjects, a subject listed
+// only under another tenant, and many tenants (so the table's probe
+// sequences wrap and collide).
+func TestAuthorizedPrincipalAgreesWithTheAllowlists(t *testing.T) {
+	p := decodeValid(t)
+	base := p.Tenants[0]
+	for i := 0; i < 300; i++ {
+		tn := base
+		tn.ID = fmt.Sprintf("bulk-%d", i)
+		tn.Principals = []policy.PrincipalPolicy{{Kind: "user", Subject: fmt.Sprintf("u%d", i%17)}, {Kind: "service", Subject: "shared"}}
+		p.Tenants = append(p.Tenants, tn)
+	}
+	c := policy.MustCompile(p)
+	subjects := []string{"", "nobody", "shared", "u3", "u16", "alice", "bob"}
+	for _, tp := range p.Tenants {
+		for _, pr := range tp.Principals {
+			subjects = append(subjects, pr.Subject)
+		}
+	}
+	tenants := []string{"", "unknown", "ACME"}
+	for _, tp := range p.Tenants {
+		tenants = append(tenants, tp.ID)
+	}
+	kinds := []policy.PrincipalKind{policy.UserPrincipal, policy.ServicePrincipal, policy.AnonymousPrincipal, 7}
+	for _, tenant := range tenants {
+		for _, subject := range subjects {
+			for _, kind := range kinds {
+				wantID, known := c.TenantID(tenant)
+				want := known && c.Authorized(wantID, kind, subject)
+				id, ok := c.AuthorizedPrincipal(tenant, kind, subject)
+				if ok != want || (ok && id != wantID) {
+					t.Fatalf("AuthorizedPrincipal(%q, %v, %q) = %d %v, want %d %v", tenant, kind, subject, id, ok, wantID, want)
+				}
+			}
+		}
+	}
+}
+
+// TestTrustClassIDByNameAtEverySize: the lookup compares names for a few
+// classes and uses the map beyond; both must answer alike.
+func TestTrustClassIDByNameAtEverySize(t *testing.T) {
+	for _, n := range []int{1, 8, 9, policy.MaxTrustClasses} {
+		p := decodeValid(t)
+		for i := len(p.TrustClasses); i < n; i++ {
+			tc := p.TrustClasses[0]
+			tc.Name = fmt.Sprintf("extra-%d", i)
+			p.TrustClasses = append(p.TrustClasses, tc)
+		}
+		if len(p.TrustClasses) > n {
+			continue
+		}
+		c := policy.MustCompile(p)
+		for i, tc := range p.TrustClasses {
+			if id, ok := c.TrustClassID(tc.Name); !ok || id != policy.TrustClassID(i) {
+				t.Fatalf("%d classes: TrustClassID(%q) = %d %v, want %d", n, tc.Name, id, ok, i)
+			}
+		}
+		for _, name := range []string{"", "extra-999", "Standard"} {
+			if _, ok := c.TrustClassID(name); ok {
+				t.Fatalf("%d classes: %q found", n, name)
+			}
+		}
+	}
+}

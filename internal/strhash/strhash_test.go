@@ -1,0 +1,87 @@
+package strhash
+
+import (
+	"strings"
+	"testing"
+)
+
+// Every length up to 40 and every single-byte change of a string must
+// change its hash; a collision among these few thousand strings would
+// mean a byte or the length is not mixed in.
+func TestEveryByteAndTheLengthCount(t *testing.T) {
+	seen := map[uint64]string{}
+	add := func(s string) {
+		h := String(42, s)
+		if prev, ok := seen[h]; ok && prev != s {
+			t.Fatalf("%q and %q collide", prev, s)
+		}
+		seen[h] = s
+	}
+	for n := 0; n <= 40; n++ {
+		base := strings.Repeat("a", n)
+		add(base)
+		for i := 0; i < n; i++ {
+			for _, c := range []byte{'b', 0, 0xff} {
+				b := []byte(base)
+				b[i] = c
+				add(string(b))
+			}
+		}
+	}
+}
+
+func TestPairSeparatesItsHalves(t *testing.T) {
+	if Pair(1, "ab", "c") == Pair(1, "a", "bc") || Pair(1, "", "x") == Pair(1, "x", "") {
+		t.Fatal("a pair's halves run together")
+	}
+	if Pair(1, "acme", "alice") != Pair(1, "acme", "alice") {
+		t.Fatal("not deterministic")
+	}
+}
+
+func TestSeedChangesTheHash(t *testing.T) {
+	for _, s := range []string{"", "a", "acme", "a-longer-tenant-name", strings.Repeat("x", 70)} {
+		if String(1, s) == String(2, s) {
+			t.Fatalf("%q hashes alike under two seeds", s)
+		}
+	}
+}
+
+// TestHighBitsSpread: tables index by the low bits and the catalog's trie
+// by every five bits, so sequential names must spread in both.
+func TestBitsSpread(t *testing.T) {
+	const n = 4096
+	for _, shift := range []uint{0, 5, 30, 59} {
+		var buckets [32]int
+		for i := 0; i < n; i++ {
+			buckets[String(7, "tenant-"+itoa(i))>>shift&31]++
+		}
+		for b, c := range buckets {
+			if c < n/32/2 || c > n/32*2 {
+				t.Fatalf("shift %d: bucket %d holds %d of %d", shift, b, c, n)
+			}
+		}
+	}
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; i > 0; i /= 10 {
+		b = append([]byte{byte('0' + i%10)}, b...)
+	}
+	return string(b)
+}
+
+func BenchmarkString(b *testing.B) {
+	for _, s := range []string{"acme", "alice", "a-tenant-of-twenty-b", strings.Repeat("r", 68)} {
+		b.Run(itoa(len(s)), func(b *testing.B) {
+			var h uint64
+			for b.Loop() {
+				h += String(h, s)
+			}
+		})
+	}
+}
