@@ -1,6 +1,8 @@
 package core
 
 import (
+	"time"
+
 	"latent.dev/admission/core/deadline"
 )
 
@@ -13,6 +15,10 @@ type AdmissionController struct {
 	vouched  ValidatedRevisionSource // source, when it vouches for its identities
 	load     NodeLoadSource
 	clock    deadline.Clock
+	// system is set when clock is the system clock; base is a reading of
+	// it taken when the controller was built (see firstReading).
+	system bool
+	base   time.Time
 }
 
 // WithPolicySource returns a controller that resolves revision policy
@@ -49,16 +55,45 @@ func (c *AdmissionController) AdmitNow(req *AdmissionRequest) (*AdmissionPermit,
 		c.provider.metrics.reject(err)
 		return nil, err.err()
 	}
-	now := c.clock.Now()
-	if err := c.checkAt(req, now, &d); err != nil {
+	d.admittedAt = c.firstReading(req)
+	if err := c.checkAt(req, &d); err != nil {
 		c.provider.metrics.reject(err)
 		return nil, err.err()
 	}
-	p, err := c.commit(req, now, &d)
+	p, err := c.commit(req, d.admittedAt, &d)
 	if err != nil {
 		c.provider.metrics.reject(err)
 		return nil, err.err()
 	}
 	c.provider.metrics.inc(admittedCounter)
 	return p, nil
+}
+
+// firstReading is the clock reading that steps 11 to 13 and the permit's
+// deadline are judged against.
+//
+// On the system clock, a request without a caller deadline gets it as
+// the controller's base reading plus the monotonic time since
+// (time.Since, one monotonic read) rather than from time.Now (a wall and
+// a monotonic read, about twice the cost). Its monotonic reading, which
+// every comparison between two such readings uses, is exact. Its wall
+// reading is the base's wall time plus that elapsed time: Linux slews
+// both clocks alike, so the two agree unless the wall clock was stepped
+// since the controller was built, and then only the wall form of the
+// deadline (Grant().Deadline.UnixMilli, formatting, a comparison with a
+// time that carries no monotonic reading) is off by the step. A request
+// with a caller deadline (an absolute wall time) is judged against
+// time.Now, and so is a load sample whose time carries no monotonic
+// reading.
+func (c *AdmissionController) firstReading(req *AdmissionRequest) time.Time {
+	if c.derivedReading(req) {
+		return c.base.Add(time.Since(c.base))
+	}
+	return c.clock.Now()
+}
+
+// derivedReading reports whether firstReading derives req's reading from
+// the base.
+func (c *AdmissionController) derivedReading(req *AdmissionRequest) bool {
+	return c.system && !req.Deadline.Set
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"reflect"
+	"time"
 
 	"latent.dev/admission/core/atomicledger"
 	"latent.dev/admission/core/deadline"
@@ -88,6 +89,9 @@ func (p *LocalQuotaProvider) Controller(cfg ControllerConfig) *AdmissionControll
 	c := &AdmissionController{provider: p, source: cfg.Source, load: cfg.Load, clock: cfg.Clock}
 	if c.clock == nil {
 		c.clock = deadline.System{}
+	}
+	if _, c.system = c.clock.(deadline.System); c.system {
+		c.base = time.Now()
 	}
 	if isNilPointer(c.load) {
 		c.load = nil

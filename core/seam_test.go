@@ -17,7 +17,7 @@ func (c stoppedClock) Since(t time.Time) time.Duration { return c.now.Sub(t) }
 // reads the controller's own clock afterwards, as one from AdmitNow does.
 func (c *AdmissionController) AdmitAt(req *AdmissionRequest, now time.Time) (*AdmissionPermit, error) {
 	at := *c
-	at.clock = stoppedClock{now}
+	at.clock, at.system = stoppedClock{now}, false
 	p, err := at.AdmitNow(req)
 	if p != nil {
 		p.state().clock = c.clock

@@ -70,17 +70,17 @@ func (c *AdmissionController) checkPolicy(req *AdmissionRequest, d *decision) *r
 	return c.checkPayload(req, d)
 }
 
-// checkAt runs steps 11 and 12 at now, the first clock reading, then the
-// lock-free capacity pre-check. Nothing here takes the mutex or
+// checkAt runs steps 11 and 12 at d.admittedAt, the first clock reading,
+// then the lock-free capacity pre-check. Nothing here takes the mutex or
 // allocates.
-func (c *AdmissionController) checkAt(req *AdmissionRequest, now time.Time, d *decision) *rejection {
-	if err := c.checkCallerDeadline(req, now, d); err != nil {
+func (c *AdmissionController) checkAt(req *AdmissionRequest, d *decision) *rejection {
+	if err := c.checkCallerDeadline(req, d); err != nil {
 		return err
 	}
-	if err := c.checkLoad(now, d); err != nil {
+	if err := c.checkLoad(req, d); err != nil {
 		return err
 	}
-	return c.preCheck(req, now, d)
+	return c.preCheck(req, d)
 }
 
 // checkMetadata is step 1: the aggregate entries, then bytes (UTF-8
@@ -385,11 +385,11 @@ func (c *AdmissionController) checkPayload(req *AdmissionRequest, d *decision) *
 }
 
 // checkCallerDeadline is step 11: a caller deadline at or before now.
-func (c *AdmissionController) checkCallerDeadline(req *AdmissionRequest, now time.Time, d *decision) *rejection {
+func (c *AdmissionController) checkCallerDeadline(req *AdmissionRequest, d *decision) *rejection {
 	if !req.Deadline.Set {
 		return nil
 	}
-	d.untilCaller = deadline.UntilCaller(now, req.Deadline.Value)
+	d.untilCaller = deadline.UntilCaller(d.admittedAt, req.Deadline.Value)
 	if d.untilCaller <= 0 {
 		return errDeadlineExceeded
 	}
@@ -398,8 +398,15 @@ func (c *AdmissionController) checkCallerDeadline(req *AdmissionRequest, now tim
 
 // checkLoad is step 12: the sample must be usable, then CPU, then memory
 // pressure must be below its threshold.
-func (c *AdmissionController) checkLoad(now time.Time, d *decision) *rejection {
+func (c *AdmissionController) checkLoad(req *AdmissionRequest, d *decision) *rejection {
 	sample, ok := c.currentLoad()
+	if ok && c.derivedReading(req) && !deadline.HasMonotonic(sample.ObservedAt) {
+		// A sample that carries only a wall-clock time is judged against
+		// the system's wall clock, not one derived from the controller's
+		// base (see firstReading).
+		d.admittedAt = c.clock.Now()
+	}
+	now := d.admittedAt
 	var elapsed time.Duration
 	if ok && sample.ObservedAt.After(now) {
 		// Published after this request's clock reading, not from the
@@ -425,12 +432,11 @@ func (c *AdmissionController) currentLoad() (*LoadSample, bool) {
 // preCheck binds the effective deadline and runs the lock-free capacity
 // pre-check: a shortfall it can decide exactly is the answer step 13
 // would give had no time passed, so it is answered without the mutex.
-func (c *AdmissionController) preCheck(req *AdmissionRequest, now time.Time, d *decision) *rejection {
+func (c *AdmissionController) preCheck(req *AdmissionRequest, d *decision) *rejection {
 	pr := c.provider
 	r := &d.reservation
 	r.QueueClass, _ = pr.policy.QueueClassFor(req.Priority)
 	r.CPUFuel, r.MemoryBytes = d.grant.CPUFuel, d.grant.MemoryBytes
-	d.admittedAt = now
 	d.wall = deadline.Shorten(d.grant.WallTime.Value, d.untilCaller, req.Deadline.Set)
 	d.fingerprint = atomicledger.FingerprintOf(r.Tenant, req.ActivationID)
 	if s, exact := pr.ledger.PreCheck(d.fingerprint, r); exact && s.Scope != atomicledger.NoScope {

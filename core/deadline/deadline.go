@@ -5,6 +5,11 @@ import (
 	"time"
 )
 
+// HasMonotonic reports whether t carries a monotonic clock reading
+// (time.Now's results and times derived from them by Add do; times built
+// from a wall-clock value, or stripped by Round(0), do not).
+func HasMonotonic(t time.Time) bool { return t != t.Round(0) }
+
 // UntilCaller is the time from now to an absolute caller deadline (unix
 // milliseconds); at or below zero the deadline has passed. Sub saturates
 // instead of overflowing, so a far-future deadline is simply very far.

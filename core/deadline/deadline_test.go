@@ -202,3 +202,21 @@ func TestElapsedNeverGoesBackwards(t *testing.T) {
 		t.Fatalf("the system clock after a millisecond's sleep: %v", got)
 	}
 }
+
+func TestHasMonotonic(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		t    time.Time
+		want bool
+	}{
+		{now, true},
+		{now.Add(time.Hour), true},
+		{now.Round(0), false},
+		{time.UnixMilli(1767225600000), false},
+		{time.Time{}, false},
+	} {
+		if got := HasMonotonic(tc.t); got != tc.want {
+			t.Errorf("HasMonotonic(%v) = %v, want %v", tc.t, got, tc.want)
+		}
+	}
+}
