@@ -3,7 +3,6 @@ module latent.dev/admission
 go 1.26.0
 
 require (
-	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/puzpuzpuz/xsync/v3 v3.5.1
 	go.uber.org/goleak v1.3.0

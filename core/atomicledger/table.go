@@ -2,10 +2,10 @@ package atomicledger
 
 import (
 	"math/bits"
+	"math/rand/v2"
 	"sync/atomic"
 
-	"github.com/cespare/xxhash/v2"
-
+	"latent.dev/admission/internal/strhash"
 	"latent.dev/admission/policy"
 )
 
@@ -13,14 +13,16 @@ import (
 // never a fingerprint: it marks an empty index slot.
 type Fingerprint uint64
 
+// fingerprintSeed keys fingerprints. It is chosen per process: nothing
+// outside memory ever holds a fingerprint, and a random seed keeps
+// whoever chooses activation IDs from aiming them at one probe run of the
+// index.
+var fingerprintSeed = rand.Uint64()
+
 // FingerprintOf hashes a live-table key. The tenant is part of the key, so
 // one tenant can neither block nor detect another tenant's IDs.
 func FingerprintOf(tenant policy.TenantID, activationID string) Fingerprint {
-	h := xxhash.Sum64String(activationID)
-	h ^= (uint64(uint32(tenant)) + 1) * 0x9e3779b97f4a7c15
-	h ^= h >> 31
-	h *= 0xbf58476d1ce4e5b9
-	h ^= h >> 29
+	h := strhash.String(fingerprintSeed^(uint64(uint32(tenant))+1)*0x9e3779b97f4a7c15, activationID)
 	if h == 0 {
 		h = 1
 	}

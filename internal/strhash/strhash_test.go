@@ -85,3 +85,41 @@ func BenchmarkString(b *testing.B) {
 		})
 	}
 }
+
+// TestPairsOfShortNamesDoNotCollide: the two-multiplication path for
+// names of up to eight bytes, over every split of a few strings and a
+// grid of tenant and subject names.
+func TestPairsOfShortNamesDoNotCollide(t *testing.T) {
+	seen := map[uint64][2]string{}
+	add := func(a, b string) {
+		h := Pair(9, a, b)
+		if prev, ok := seen[h]; ok && prev != [2]string{a, b} {
+			t.Fatalf("(%q, %q) and (%q, %q) collide", prev[0], prev[1], a, b)
+		}
+		seen[h] = [2]string{a, b}
+	}
+	for _, s := range []string{"acmealice", "abcdefghijklmnop", "aaaaaaaaaaaaaaaaaaaa"} {
+		for i := 0; i <= len(s); i++ {
+			add(s[:i], s[i:])
+		}
+	}
+	for i := 0; i < 200; i++ {
+		for j := 0; j < 50; j++ {
+			add("t"+itoa(i), "u"+itoa(j))
+		}
+	}
+}
+
+func TestHashingAllocatesNothing(t *testing.T) {
+	long := strings.Repeat("x", 70)
+	if n := testing.AllocsPerRun(100, func() { _ = String(1, long) + Pair(1, "acme", "alice") + Pair(1, long, "a") }); n != 0 {
+		t.Fatalf("%v allocations", n)
+	}
+}
+
+func BenchmarkPair(b *testing.B) {
+	var h uint64
+	for b.Loop() {
+		h += Pair(h, "acme", "alice")
+	}
+}
