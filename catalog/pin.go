@@ -2,13 +2,16 @@ package catalog
 
 import (
 	"sort"
+	"sync/atomic"
+	"unsafe"
 
 	"latent.dev/admission/policy"
 )
 
 // Pin is an immutable view of a catalog at one generation: the route
 // resolver and the revision policy source at once. Nothing reachable from
-// a Pin is ever written after it is published, so a Pin may be shared by
+// a Pin is ever written after it is published (but for a small cache of
+// verified revisions, which changes no answer), so a Pin may be shared by
 // any number of goroutines without locks, and it keeps serving exactly its
 // deployments however the catalog changes later. It holds no file.
 //
@@ -19,6 +22,25 @@ type Pin struct {
 	generation uint64
 	index      index
 	usage      Usage
+	verified   verifiedCache
+}
+
+// verifiedCache remembers revisions this pin verified for requests whose
+// identity strings are the pin's own (as [Pin.Resolve] hands them out),
+// by the address of the revision ID's bytes. A request resolved through
+// the pin then verifies by comparing its identity with the cached
+// revision's, field by field (equal strings that share their bytes
+// compare at once), instead of hashing its way down the trie. A hit
+// requires the whole identity to be equal, and a pin holds at most one
+// revision per identity, so the cache never changes an answer; a
+// request whose strings are its own copies always takes the full path
+// and fills nothing, so it cannot make the cache churn.
+type verifiedCache [verifiedSlots]atomic.Pointer[revision]
+
+const verifiedSlots = 64
+
+func (c *verifiedCache) slot(id string) *atomic.Pointer[revision] {
+	return &c[uintptr(unsafe.Pointer(unsafe.StringData(id)))>>4%verifiedSlots]
 }
 
 // lookup returns the deployment of (tenant, service), or nil.
@@ -127,6 +149,31 @@ func (p *Pin) verify(rev *policy.ResolvedRevision) *revision {
 	if p == nil || rev == nil {
 		return nil
 	}
+	slot := p.verified.slot(rev.Revision)
+	if r := slot.Load(); r != nil && sameIdentity(&r.identity, &rev.RevisionIdentity) {
+		return r
+	}
+	r := p.lookupRevision(rev)
+	if r != nil && unsafe.StringData(rev.Revision) == unsafe.StringData(r.id) && slot.Load() != r {
+		slot.Store(r)
+	}
+	return r
+}
+
+// sameIdentity is a == b, comparing each string's address and length
+// first: the identities a resolved request carries share the pin's bytes.
+func sameIdentity(a, b *policy.RevisionIdentity) bool {
+	return a.Generation == b.Generation && sameString(a.Revision, b.Revision) && sameString(a.Release, b.Release) &&
+		sameString(a.Tenant, b.Tenant) && sameString(a.Service, b.Service) && sameString(a.Route, b.Route) &&
+		sameString(a.Contract, b.Contract) && sameString(a.Function, b.Function)
+}
+
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
+
+// lookupRevision is verify without the cache.
+func (p *Pin) lookupRevision(rev *policy.ResolvedRevision) *revision {
 	dep := p.lookup(rev.Tenant, rev.Service)
 	if dep == nil || dep.generation != rev.Generation {
 		return nil

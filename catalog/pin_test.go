@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 
@@ -332,5 +333,54 @@ func TestRoutesAreFoundAtEveryCount(t *testing.T) {
 		if _, err := pin.Resolve(Target{"acme", "thumbs", "route-x"}, "k"); !errors.Is(err, ErrNotResolved) {
 			t.Fatalf("%d routes: an unknown route resolved: %v", n, err)
 		}
+	}
+}
+
+// TestVerifiedCacheChangesNoAnswer: a revision verified for a request
+// resolved through the pin is cached by its ID's address; a request that
+// shares those bytes but differs in any other field misses and is
+// rejected, and one with its own copies of the strings verifies by the
+// full path and fills nothing.
+func TestVerifiedCacheChangesNoAnswer(t *testing.T) {
+	c := New(GenerousCapacity)
+	mustDeploy(t, c, weighted("acme", "thumbs", 1))
+	mustDeploy(t, c, weighted("globex", "thumbs", 1))
+	pin := c.Pin()
+	rev := mustResolve(t, pin, Target{"acme", "thumbs", "resize"}, "k")
+	other := mustResolve(t, pin, Target{"globex", "thumbs", "resize"}, "k")
+	if _, ok := pin.RevisionPolicy(rev); !ok {
+		t.Fatal("the resolved revision does not verify")
+	}
+	if r := pin.verified.slot(rev.Revision).Load(); r == nil || r.identity != rev.RevisionIdentity {
+		t.Fatal("verifying a resolved revision did not cache it")
+	}
+	forged := *rev
+	forged.Tenant = other.Tenant // the pin's own bytes, another deployment
+	if _, ok := pin.RevisionPolicy(&forged); ok {
+		t.Fatal("a cached revision answered for another tenant")
+	}
+	forged = *rev
+	forged.Generation++
+	if _, ok := pin.RevisionPolicy(&forged); ok {
+		t.Fatal("a cached revision answered for another generation")
+	}
+	own := *rev
+	own.Revision = strings.Clone(rev.Revision)
+	pin.verified.slot(own.Revision).Store(nil)
+	if _, ok := pin.RevisionPolicy(&own); !ok {
+		t.Fatal("a copy of the identity does not verify")
+	}
+	if pin.verified.slot(own.Revision).Load() != nil && pin.verified.slot(own.Revision) != pin.verified.slot(rev.Revision) {
+		t.Fatal("a request's own copy of the strings filled the cache")
+	}
+	// A newer pin without the deployment refuses what the older one cached.
+	if _, err := c.Delete("acme", "thumbs"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Pin().RevisionPolicy(rev); ok {
+		t.Fatal("a newer pin verified a deleted deployment")
+	}
+	if _, ok := pin.RevisionPolicy(rev); !ok {
+		t.Fatal("the held pin stopped serving its revision")
 	}
 }
