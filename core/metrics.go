@@ -16,8 +16,7 @@ import (
 // an increment picks the stripe from the address of its own stack frame,
 // which differs between goroutines and costs nothing to read (a pool of
 // per-goroutine tokens, as striped counters often use, costs more than
-// the increment itself here). The stripes are allocated at startup, one
-// per P up to maxStripes, rounded to a power of two.
+// the increment itself here). The stripes are allocated at startup.
 type metrics struct {
 	stripes []int64 // stripe s holds counters [s*stride, s*stride+numCounters)
 	stride  uint64
@@ -32,11 +31,16 @@ const (
 	firstRejection
 )
 
-const maxStripes = 64
+// Stripes: four per P, so that two goroutines running at once share one
+// with a chance of about one in four times the Ps, up to maxStripes.
+const (
+	stripesPerP = 4
+	maxStripes  = 256
+)
 
 func newMetrics() *metrics {
 	n := uint64(1)
-	for n < uint64(runtime.GOMAXPROCS(0)) && n < maxStripes {
+	for n < stripesPerP*uint64(runtime.GOMAXPROCS(0)) && n < maxStripes {
 		n <<= 1
 	}
 	counters := uint64(firstRejection + len(allErrors))
