@@ -25,6 +25,9 @@ type LocalQuotaProvider struct {
 	ledger    *atomicledger.Ledger
 	metrics   *metrics
 	young     *youngPermits // permits issued since the last sweep, by ledger slot
+	// requirements caches what steps 6 and 7 derive from a revision's
+	// policy alone.
+	requirements *requirementsCache
 }
 
 // NewLocalQuotaProvider validates and compiles p, then allocates the
@@ -48,6 +51,8 @@ func newProvider(c *policy.Compiled) *LocalQuotaProvider {
 		ledger:  atomicledger.New(c),
 		metrics: newMetrics(),
 		young:   newYoungPermits(c.Node().Limits.MaxLiveActivations),
+
+		requirements: new(requirementsCache),
 	}
 	armCollectionTick(pr.young)
 	for i := range pr.tenants {

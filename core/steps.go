@@ -1,7 +1,6 @@
 package core
 
 import (
-	"slices"
 	"time"
 
 	"latent.dev/admission/core/atomicledger"
@@ -25,6 +24,7 @@ type decision struct {
 	identity    *policy.RevisionIdentity // a vouching source's copy of the request's; nil for other sources
 	revLooked   bool                     // the source was asked at step 2; rev is its answer
 	features    policy.FeatureSet
+	trustKnown  bool // the node has the revision's trust class, whose ID is reservation.TrustClass
 	grant       policy.Budget
 	untilCaller time.Duration // from the first reading to the caller's deadline, when it has one
 	wall        time.Duration // effective: the deadline is admittedAt + wall
@@ -232,50 +232,25 @@ func (c *AdmissionController) lookupRevision(rev *policy.ResolvedRevision) *poli
 
 // checkRequirements is step 6: backend, state model, threading and
 // features the node offers, then placement. It records the revision's
-// features as a bitset of the node's features.
+// features as a bitset of the node's features, and its trust class for
+// step 7 (both derived once per revision policy: requirements.go).
 func (c *AdmissionController) checkRequirements(d *decision) *rejection {
-	pr := c.provider
-	rev := d.rev
-	if !pr.policy.SupportsBackend(rev.Backend) {
-		return errBackend
+	v := c.provider.requirementsOf(d.rev)
+	if v.err != nil {
+		return v.err
 	}
-	if !pr.policy.SupportsStateModel(rev.StateModel) {
-		return errStateModel
-	}
-	if !pr.threading.Has(rev.Threading) {
-		return errThreading
-	}
-	var features policy.FeatureSet
-	for _, f := range rev.Features {
-		bit, ok := pr.policy.Feature(f)
-		if !ok {
-			return errFeatures
-		}
-		features |= bit
-	}
-	place := &pr.node.Placement
-	pl := &rev.Placement
-	switch {
-	case len(pl.Architectures) > 0 && !slices.Contains(pl.Architectures, place.Architecture):
-		return errArchitecture
-	case len(pl.Regions) > 0 && !slices.Contains(pl.Regions, place.Region):
-		return errRegion
-	case len(pl.Zones) > 0 && !slices.Contains(pl.Zones, place.Zone):
-		return errZone
-	}
-	d.features = features
+	d.features = v.features
+	d.reservation.TrustClass = v.trust
+	d.trustKnown = v.trustKnown
 	return nil
 }
 
 // checkTrustClass is step 7: the tenant must permit the revision's
 // trust class.
 func (c *AdmissionController) checkTrustClass(d *decision) *rejection {
-	pr := c.provider
-	trustID, ok := pr.policy.TrustClassID(d.rev.TrustClass)
-	if !ok || !pr.tenants[d.reservation.Tenant].PermitsTrustClass(trustID) {
+	if !d.trustKnown || !c.provider.tenants[d.reservation.Tenant].PermitsTrustClass(d.reservation.TrustClass) {
 		return errTrustClass
 	}
-	d.reservation.TrustClass = trustID
 	return nil
 }
 

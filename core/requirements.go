@@ -1,0 +1,130 @@
+package core
+
+import (
+	"slices"
+	"sync/atomic"
+	"unsafe"
+
+	"latent.dev/admission/policy"
+)
+
+// What steps 6 and 7 derive from a revision's policy alone: step 6's
+// answer (backend, state model, threading, features, placement against
+// what the node offers) with the revision's features as a bitset, and the
+// ID of its trust class for step 7, whose allowlist check depends on the
+// tenant and is made every time. A revision policy never changes, and
+// neither does the node's, so the provider keeps the derivation per
+// policy in a small cache instead of comparing a dozen names on every
+// request.
+type requirements struct {
+	err        *rejection // step 6's answer; nil when it passes
+	features   policy.FeatureSet
+	trust      policy.TrustClassID
+	trustKnown bool
+}
+
+// deriveRequirements computes them.
+func (pr *LocalQuotaProvider) deriveRequirements(rev *policy.RevisionPolicy) requirements {
+	var v requirements
+	v.trust, v.trustKnown = pr.policy.TrustClassID(rev.TrustClass)
+	switch {
+	case !pr.policy.SupportsBackend(rev.Backend):
+		v.err = errBackend
+		return v
+	case !pr.policy.SupportsStateModel(rev.StateModel):
+		v.err = errStateModel
+		return v
+	case !pr.threading.Has(rev.Threading):
+		v.err = errThreading
+		return v
+	}
+	for _, f := range rev.Features {
+		bit, ok := pr.policy.Feature(f)
+		if !ok {
+			v.err = errFeatures
+			return v
+		}
+		v.features |= bit
+	}
+	place := &pr.node.Placement
+	pl := &rev.Placement
+	switch {
+	case len(pl.Architectures) > 0 && !slices.Contains(pl.Architectures, place.Architecture):
+		v.err = errArchitecture
+	case len(pl.Regions) > 0 && !slices.Contains(pl.Regions, place.Region):
+		v.err = errRegion
+	case len(pl.Zones) > 0 && !slices.Contains(pl.Zones, place.Zone):
+		v.err = errZone
+	}
+	return v
+}
+
+// requirementsCache is direct-mapped by the policy's address. Each slot
+// is a sequence lock over atomic words: a reader that sees the sequence
+// odd or changed, or another policy in the slot, misses and derives; a
+// writer that cannot take the slot at once skips the fill. Everything is
+// atomic, so a reader never sees one policy's key with another's value.
+// A slot keeps its policy reachable, so its address cannot be reused by
+// another while cached; at most requirementsSlots old policies are kept
+// so. The memory is allocated with the provider.
+type requirementsCache struct {
+	slots [requirementsSlots]requirementsSlot
+}
+
+const requirementsSlots = 256
+
+type requirementsSlot struct {
+	seq      atomic.Uint64
+	rev      atomic.Pointer[policy.RevisionPolicy]
+	features atomic.Uint64
+	meta     atomic.Uint32 // trust class ID | known<<8 | (step 6's error index + 1)<<16
+}
+
+func (c *requirementsCache) slot(rev *policy.RevisionPolicy) *requirementsSlot {
+	return &c.slots[uintptr(unsafe.Pointer(rev))>>6%requirementsSlots]
+}
+
+func (s *requirementsSlot) load(rev *policy.RevisionPolicy) (requirements, bool) {
+	q := s.seq.Load()
+	if q&1 != 0 || s.rev.Load() != rev {
+		return requirements{}, false
+	}
+	features, meta := s.features.Load(), s.meta.Load()
+	if s.seq.Load() != q {
+		return requirements{}, false
+	}
+	v := requirements{features: policy.FeatureSet(features), trust: policy.TrustClassID(meta & 0xff), trustKnown: meta&(1<<8) != 0}
+	if i := meta >> 16; i != 0 {
+		v.err = allErrors[i-1]
+	}
+	return v, true
+}
+
+func (s *requirementsSlot) store(rev *policy.RevisionPolicy, v requirements) {
+	q := s.seq.Load()
+	if q&1 != 0 || !s.seq.CompareAndSwap(q, q+1) {
+		return
+	}
+	meta := uint32(v.trust)
+	if v.trustKnown {
+		meta |= 1 << 8
+	}
+	if v.err != nil {
+		meta |= (uint32(v.err.index) + 1) << 16
+	}
+	s.rev.Store(rev)
+	s.features.Store(uint64(v.features))
+	s.meta.Store(meta)
+	s.seq.Store(q + 2)
+}
+
+// requirementsOf is deriveRequirements through the cache.
+func (pr *LocalQuotaProvider) requirementsOf(rev *policy.RevisionPolicy) requirements {
+	s := pr.requirements.slot(rev)
+	if v, ok := s.load(rev); ok {
+		return v
+	}
+	v := pr.deriveRequirements(rev)
+	s.store(rev, v)
+	return v
+}
