@@ -23,14 +23,17 @@ type decision struct {
 	rev         *policy.RevisionPolicy
 	identity    *policy.RevisionIdentity // a vouching source's copy of the request's; nil for other sources
 	revLooked   bool                     // the source was asked at step 2; rev is its answer
-	features    policy.FeatureSet
-	trustKnown  bool // the node has the revision's trust class, whose ID is reservation.TrustClass
-	grant       policy.Budget
-	untilCaller time.Duration // from the first reading to the caller's deadline, when it has one
-	wall        time.Duration // effective: the deadline is admittedAt + wall
-	admittedAt  time.Time     // the first clock reading
-	parallelism uint64
-	sample      *LoadSample
+	// principalListed: step 2 found (tenant, kind, subject) on the
+	// allowlists; reservation.Tenant is the tenant's ID.
+	principalListed bool
+	features        policy.FeatureSet
+	trustKnown      bool // the node has the revision's trust class, whose ID is reservation.TrustClass
+	grant           policy.Budget
+	untilCaller     time.Duration // from the first reading to the caller's deadline, when it has one
+	wall            time.Duration // effective: the deadline is admittedAt + wall
+	admittedAt      time.Time     // the first clock reading
+	parallelism     uint64
+	sample          *LoadSample
 }
 
 // checkRequest runs steps 1 to 4: the request's own metadata,
@@ -119,12 +122,21 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 		return errActivationID
 	}
 	p := &req.Principal
-	switch {
-	case !policy.ValidIdentifier(p.Subject, max):
-		return errPrincipalSubject
-	case !policy.ValidIdentifier(p.Tenant, max):
-		return errPrincipalTenant
-	case p.Service != "" && !policy.ValidIdentifier(p.Service, max):
+	// A listed principal's subject and tenant are names the node policy
+	// validated, against this node's bound, when it was compiled: they
+	// need no scan, and step 3 uses the lookup. Any other is scanned, so
+	// an invalid one still gets step 2's answer before step 3's.
+	if id, ok := c.provider.policy.AuthorizedPrincipal(p.Tenant, p.Kind, p.Subject); ok {
+		d.reservation.Tenant, d.principalListed = id, true
+	} else {
+		switch {
+		case !policy.ValidIdentifier(p.Subject, max):
+			return errPrincipalSubject
+		case !policy.ValidIdentifier(p.Tenant, max):
+			return errPrincipalTenant
+		}
+	}
+	if p.Service != "" && !policy.ValidIdentifier(p.Service, max) {
 		return errPrincipalService
 	}
 	r := &req.Revision
@@ -182,16 +194,14 @@ func checkBudgetDimensions(b *policy.Budget) *rejection {
 // another tenant than the revision's, one not listed, and a service
 // principal without a service identity all get the same answer.
 func (c *AdmissionController) checkPrincipal(req *AdmissionRequest, d *decision) *rejection {
-	pr := c.provider
 	p := &req.Principal
 	if p.Kind == policy.AnonymousPrincipal {
 		return errPrincipalDenied
 	}
-	tenantID, ok := pr.policy.AuthorizedPrincipal(p.Tenant, p.Kind, p.Subject)
-	if !ok || p.Tenant != req.Revision.Tenant || (p.Kind == policy.ServicePrincipal && p.Service == "") {
+	// Step 2 looked (tenant, kind, subject) up on the allowlists.
+	if !d.principalListed || p.Tenant != req.Revision.Tenant || (p.Kind == policy.ServicePrincipal && p.Service == "") {
 		return errPrincipalDenied
 	}
-	d.reservation.Tenant = tenantID
 	return nil
 }
 
