@@ -21,6 +21,10 @@ type requirements struct {
 	features   policy.FeatureSet
 	trust      policy.TrustClassID
 	trustKnown bool
+	// cells are the configured cell classes that support the revision's
+	// threading model and offer all its features: step 9 then needs only
+	// the memory comparison.
+	cells policy.CellClassSet
 }
 
 // deriveRequirements computes them.
@@ -45,6 +49,11 @@ func (pr *LocalQuotaProvider) deriveRequirements(rev *policy.RevisionPolicy) req
 			return v
 		}
 		v.features |= bit
+	}
+	for i := range pr.cells {
+		if cl := &pr.cells[i]; cl.Configured && cl.Threading.Has(rev.Threading) && v.features&^cl.Features == 0 {
+			v.cells = v.cells.With(policy.CellClass(i))
+		}
 	}
 	place := &pr.node.Placement
 	pl := &rev.Placement
@@ -77,54 +86,69 @@ type requirementsSlot struct {
 	seq      atomic.Uint64
 	rev      atomic.Pointer[policy.RevisionPolicy]
 	features atomic.Uint64
-	meta     atomic.Uint32 // trust class ID | known<<8 | (step 6's error index + 1)<<16
+	meta     atomic.Uint32 // trust class ID | known<<8 | (step 6's error index + 1)<<16 | cells<<24
 }
 
 func (c *requirementsCache) slot(rev *policy.RevisionPolicy) *requirementsSlot {
 	return &c.slots[uintptr(unsafe.Pointer(rev))>>6%requirementsSlots]
 }
 
-func (s *requirementsSlot) load(rev *policy.RevisionPolicy) (requirements, bool) {
+// load returns the slot's packed value if it holds rev's. The value
+// stays packed until the caller unpacks it into its decision: returning
+// a struct of small fields just written would make the caller reload
+// them through the store buffer, which costs more than the lookup.
+func (s *requirementsSlot) load(rev *policy.RevisionPolicy) (features uint64, meta uint32, ok bool) {
 	q := s.seq.Load()
 	if q&1 != 0 || s.rev.Load() != rev {
-		return requirements{}, false
+		return 0, 0, false
 	}
-	features, meta := s.features.Load(), s.meta.Load()
+	features, meta = s.features.Load(), s.meta.Load()
 	if s.seq.Load() != q {
-		return requirements{}, false
+		return 0, 0, false
 	}
-	v := requirements{features: policy.FeatureSet(features), trust: policy.TrustClassID(meta & 0xff), trustKnown: meta&(1<<8) != 0}
-	if i := meta >> 16; i != 0 {
-		v.err = allErrors[i-1]
-	}
-	return v, true
+	return features, meta, true
 }
 
-func (s *requirementsSlot) store(rev *policy.RevisionPolicy, v requirements) {
-	q := s.seq.Load()
-	if q&1 != 0 || !s.seq.CompareAndSwap(q, q+1) {
-		return
-	}
-	meta := uint32(v.trust)
+// pack and unpack convert between requirements and a slot's words.
+func (v *requirements) pack() (features uint64, meta uint32) {
+	meta = uint32(v.trust) | uint32(v.cells)<<24
 	if v.trustKnown {
 		meta |= 1 << 8
 	}
 	if v.err != nil {
 		meta |= (uint32(v.err.index) + 1) << 16
 	}
+	return uint64(v.features), meta
+}
+
+func unpack(features uint64, meta uint32) requirements {
+	v := requirements{features: policy.FeatureSet(features), trust: policy.TrustClassID(meta & 0xff), trustKnown: meta&(1<<8) != 0,
+		cells: policy.CellClassSet(meta >> 24)}
+	if i := meta >> 16 & 0xff; i != 0 {
+		v.err = allErrors[i-1]
+	}
+	return v
+}
+
+func (s *requirementsSlot) store(rev *policy.RevisionPolicy, features uint64, meta uint32) {
+	q := s.seq.Load()
+	if q&1 != 0 || !s.seq.CompareAndSwap(q, q+1) {
+		return
+	}
 	s.rev.Store(rev)
-	s.features.Store(uint64(v.features))
+	s.features.Store(features)
 	s.meta.Store(meta)
 	s.seq.Store(q + 2)
 }
 
-// requirementsOf is deriveRequirements through the cache.
-func (pr *LocalQuotaProvider) requirementsOf(rev *policy.RevisionPolicy) requirements {
+// requirementsOf is deriveRequirements through the cache, packed.
+func (pr *LocalQuotaProvider) requirementsOf(rev *policy.RevisionPolicy) (features uint64, meta uint32) {
 	s := pr.requirements.slot(rev)
-	if v, ok := s.load(rev); ok {
-		return v
+	if features, meta, ok := s.load(rev); ok {
+		return features, meta
 	}
 	v := pr.deriveRequirements(rev)
-	s.store(rev, v)
-	return v
+	features, meta = v.pack()
+	s.store(rev, features, meta)
+	return features, meta
 }

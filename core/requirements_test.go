@@ -47,7 +47,7 @@ func TestRequirementsCacheAgreesWithTheDerivation(t *testing.T) {
 	pols := requirementPolicies(3 * requirementsSlots)
 	for round := 0; round < 3; round++ {
 		for i, p := range pols {
-			if got, want := pr.requirementsOf(p), pr.deriveRequirements(p); got != want {
+			if got, want := unpack(pr.requirementsOf(p)), pr.deriveRequirements(p); got != want {
 				t.Fatalf("round %d, policy %d: cached %+v, derived %+v", round, i, got, want)
 			}
 		}
@@ -55,7 +55,7 @@ func TestRequirementsCacheAgreesWithTheDerivation(t *testing.T) {
 	hits := 0
 	for _, p := range pols[:9] {
 		pr.requirementsOf(p)
-		if _, ok := pr.requirements.slot(p).load(p); ok {
+		if _, _, ok := pr.requirements.slot(p).load(p); ok {
 			hits++
 		}
 	}
@@ -86,7 +86,7 @@ func TestRequirementsCacheUnderConcurrentFills(t *testing.T) {
 			defer wg.Done()
 			for n := 0; n < 20000; n++ {
 				i := (n*7 + g*13) % len(pols)
-				if got := pr.requirementsOf(pols[i]); got != want[i] {
+				if got := unpack(pr.requirementsOf(pols[i])); got != want[i] {
 					errs <- fmt.Sprintf("policy %d: %+v, want %+v", i, got, want[i])
 					return
 				}

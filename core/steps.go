@@ -27,7 +27,8 @@ type decision struct {
 	// allowlists; reservation.Tenant is the tenant's ID.
 	principalListed bool
 	features        policy.FeatureSet
-	trustKnown      bool // the node has the revision's trust class, whose ID is reservation.TrustClass
+	trustKnown      bool                // the node has the revision's trust class, whose ID is reservation.TrustClass
+	cells           policy.CellClassSet // configured classes compatible with the revision's threading and features
 	grant           policy.Budget
 	untilCaller     time.Duration // from the first reading to the caller's deadline, when it has one
 	wall            time.Duration // effective: the deadline is admittedAt + wall
@@ -245,13 +246,14 @@ func (c *AdmissionController) lookupRevision(rev *policy.ResolvedRevision) *poli
 // features as a bitset of the node's features, and its trust class for
 // step 7 (both derived once per revision policy: requirements.go).
 func (c *AdmissionController) checkRequirements(d *decision) *rejection {
-	v := c.provider.requirementsOf(d.rev)
-	if v.err != nil {
-		return v.err
+	features, meta := c.provider.requirementsOf(d.rev)
+	if i := meta >> 16 & 0xff; i != 0 {
+		return allErrors[i-1]
 	}
-	d.features = v.features
-	d.reservation.TrustClass = v.trust
-	d.trustKnown = v.trustKnown
+	d.features = policy.FeatureSet(features)
+	d.reservation.TrustClass = policy.TrustClassID(meta & 0xff)
+	d.trustKnown = meta&(1<<8) != 0
+	d.cells = policy.CellClassSet(meta >> 24)
 	return nil
 }
 
@@ -315,8 +317,7 @@ func capWall(wall time.Duration, limit policy.Optional[time.Duration]) time.Dura
 func (c *AdmissionController) checkCell(d *decision) *rejection {
 	pr := c.provider
 	r := &d.reservation
-	cell, err := pr.selectCell(d.grant.MemoryBytes, d.rev.Threading, d.features,
-		pr.tenants[r.Tenant].CellClasses, pr.trust[r.TrustClass].CellClasses)
+	cell, err := pr.selectCell(d.grant.MemoryBytes, d.cells, pr.tenants[r.Tenant].CellClasses, pr.trust[r.TrustClass].CellClasses)
 	if err != nil {
 		return err
 	}
@@ -326,14 +327,14 @@ func (c *AdmissionController) checkCell(d *decision) *rejection {
 }
 
 // selectCell is step 9: the smallest configured class that is memory-,
-// threading- and feature-compatible and permitted by both the tenant and
-// the trust class. Extra-large therefore needs both to list it.
-func (pr *LocalQuotaProvider) selectCell(memory uint64, threading policy.Threading, features policy.FeatureSet,
-	tenantCells, trustCells policy.CellClassSet) (policy.CellClass, *rejection) {
+// threading- and feature-compatible (candidates: the configured classes
+// compatible with the revision's threading and features) and permitted
+// by both the tenant and the trust class. Extra-large therefore needs
+// both to list it.
+func (pr *LocalQuotaProvider) selectCell(memory uint64, candidates, tenantCells, trustCells policy.CellClassSet) (policy.CellClass, *rejection) {
 	var compatible policy.CellClassSet
 	for i := range pr.cells {
-		cl := &pr.cells[i]
-		if cl.Configured && cl.MemoryBytes >= memory && cl.Threading.Has(threading) && features&^cl.Features == 0 {
+		if candidates.Has(policy.CellClass(i)) && pr.cells[i].MemoryBytes >= memory {
 			compatible = compatible.With(policy.CellClass(i))
 		}
 	}

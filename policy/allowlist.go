@@ -44,7 +44,7 @@ func (a *allowlist) add(tenant, subject string, id TenantID, k principalKinds) {
 			*s = allowSlot{hash: h, tenant: tenant, subject: subject, id: id, kinds: k}
 			return
 		}
-		if s.hash == h && s.tenant == tenant && s.subject == subject {
+		if s.hash == h && strhash.Equal(s.tenant, tenant) && strhash.Equal(s.subject, subject) {
 			s.kinds |= k
 			return
 		}
@@ -59,7 +59,7 @@ func (a *allowlist) find(tenant, subject string) *allowSlot {
 		if s.tenant == "" {
 			return nil
 		}
-		if s.hash == h && s.tenant == tenant && s.subject == subject {
+		if s.hash == h && strhash.Equal(s.tenant, tenant) && strhash.Equal(s.subject, subject) {
 			return s
 		}
 	}

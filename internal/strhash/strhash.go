@@ -69,3 +69,16 @@ func Pair(seed uint64, a, b string) uint64 {
 	}
 	return String(String(seed, a), b)
 }
+
+// Equal is a == b. Strings of at most eight bytes are compared as the
+// words short reads, without a call into the runtime; the length check
+// first makes that exact.
+func Equal(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) <= 8 {
+		return short(a) == short(b)
+	}
+	return a == b
+}

@@ -123,3 +123,26 @@ func BenchmarkPair(b *testing.B) {
 		h += Pair(h, "acme", "alice")
 	}
 }
+
+func TestEqualIsStringEquality(t *testing.T) {
+	words := []string{"", "a", "b", "ab", "ba", "abc", "acb", "abcd", "abce", "abcde", "abdde", "acme", "acme1",
+		"abcdefgh", "abcdefgi", "bbcdefgh", "abcdefghi", "abcdefghj", strings.Repeat("z", 40), strings.Repeat("z", 39) + "y"}
+	for _, a := range words {
+		for _, b := range words {
+			if Equal(a, b) != (a == b) {
+				t.Fatalf("Equal(%q, %q) = %v", a, b, !(a == b))
+			}
+		}
+	}
+	// Every single-byte change of every short length.
+	for n := 1; n <= 8; n++ {
+		base := strings.Repeat("q", n)
+		for i := 0; i < n; i++ {
+			b := []byte(base)
+			b[i] = 'r'
+			if Equal(base, string(b)) {
+				t.Fatalf("Equal(%q, %q)", base, b)
+			}
+		}
+	}
+}
