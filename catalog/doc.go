@@ -72,10 +72,18 @@
 // memory, which is not charged to the capacity.
 //
 // [Pin.RevisionPolicy] is the admission-time lookup: a trie walk keyed by
-// the hash of (tenant, service) from the request, a map lookup of the
-// route, a scan of the route's few revision IDs, then field comparisons of contract, function, release and
-// generation. It allocates nothing, blocks on nothing, touches no file and
-// compiles nothing; the returned policy is shared and immutable.
+// the hash of (tenant, service) from the request, the route by name (a
+// comparison of each of a few names, a map past eight), a scan of the
+// route's few revision IDs, then field comparisons of contract,
+// function, release and generation. A pin remembers, in 64 atomic slots
+// keyed by the address of the revision ID's bytes, the revisions it
+// verified for requests whose strings are its own (as Resolve hands them
+// out); such a request verifies by comparing its identity with the
+// cached one field by field, equal addresses at once. A hit needs the
+// whole identity equal, so the cache changes no answer. It allocates
+// nothing, blocks on nothing, touches no file and compiles nothing; the
+// returned policy is shared and immutable. [Pin.VerifiedRevision] also
+// returns the pin's copy of the identity, which a permit points to.
 //
 // # Resolution
 //

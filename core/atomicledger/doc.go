@@ -23,7 +23,8 @@
 // # Concurrency
 //
 // One mutex serializes commits (reserve, start, release). Counters are
-// atomics on cache lines of their own, so readers never lock. A sequence
+// atomics, each scope's on a cache line of its own (live and queued
+// packed into one word), so readers never lock. A sequence
 // counter is made odd before and even after each commit; [Ledger.PreCheck]
 // reads it around its lock-free work and gives an answer only if nothing
 // moved. The pre-check rejects a request whose scope is already full
