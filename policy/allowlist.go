@@ -35,20 +35,16 @@ func newAllowlist(entries int) allowlist {
 	return allowlist{seed: rand.Uint64(), slots: make([]allowSlot, size), mask: size - 1}
 }
 
-// add lists subject under tenant with the kinds in k.
+// add lists subject under tenant with the kinds in k. Each (tenant,
+// subject) is added once: Compile merges a subject's kinds per tenant
+// first, and tenant IDs are unique.
 func (a *allowlist) add(tenant, subject string, id TenantID, k principalKinds) {
 	h := strhash.Pair(a.seed, tenant, subject)
-	for i := h & a.mask; ; i = (i + 1) & a.mask {
-		s := &a.slots[i]
-		if s.tenant == "" {
-			*s = allowSlot{hash: h, tenant: tenant, subject: subject, id: id, kinds: k}
-			return
-		}
-		if s.hash == h && strhash.Equal(s.tenant, tenant) && strhash.Equal(s.subject, subject) {
-			s.kinds |= k
-			return
-		}
+	i := h & a.mask
+	for a.slots[i].tenant != "" {
+		i = (i + 1) & a.mask
 	}
+	a.slots[i] = allowSlot{hash: h, tenant: tenant, subject: subject, id: id, kinds: k}
 }
 
 // find returns the slot of (tenant, subject), or nil.

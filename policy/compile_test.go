@@ -451,3 +451,20 @@ func TestTrustClassIDByNameAtEverySize(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthorizedPrincipalWithEmptyAllowlists: a policy that lists no
+// principal at all is valid; every lookup answers false.
+func TestAuthorizedPrincipalWithEmptyAllowlists(t *testing.T) {
+	p := decodeValid(t)
+	for i := range p.Tenants {
+		p.Tenants[i].Principals = nil
+	}
+	c := policy.MustCompile(p)
+	for _, tp := range p.Tenants {
+		for _, kind := range []policy.PrincipalKind{policy.UserPrincipal, policy.ServicePrincipal} {
+			if _, ok := c.AuthorizedPrincipal(tp.ID, kind, "alice"); ok {
+				t.Fatalf("%s: a principal was authorized by an empty allowlist", tp.ID)
+			}
+		}
+	}
+}
