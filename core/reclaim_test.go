@@ -25,13 +25,11 @@ func collectUntil(n int, cond func() bool) bool {
 func TestPermitHeldAcrossCollectionsIsReclaimedWhenDropped(t *testing.T) {
 	f := newFixture(t, nil)
 	p := admit(t, f, "held", 0)
-	for i := 0; i < 4; i++ {
-		runtime.GC()
-		time.Sleep(time.Millisecond)
+	slot := &f.provider.young.slots[p.state().ticket.Slot()]
+	if !collectUntil(200, func() bool { return slot.Load() == nil }) {
+		t.Fatal("no sweep took the held permit out of the young table")
 	}
-	if f.provider.young.slots[0].Load() != nil {
-		t.Fatal("the sweep left a held permit in the young table")
-	}
+	time.Sleep(10 * time.Millisecond) // the sweep sets the finalizer just after taking the permit out
 	if !p.Live() || f.provider.Metrics().Leaked != 0 {
 		t.Fatal("a held permit was reclaimed")
 	}
@@ -49,11 +47,14 @@ func TestPermitHeldAcrossCollectionsIsReclaimedWhenDropped(t *testing.T) {
 // keep it for one more.
 func TestReleasedPermitIsFreedByOneCollection(t *testing.T) {
 	f := newFixture(t, nil)
-	for _, sweeps := range []int{0, 3} {
+	for _, swept := range []bool{false, true} {
 		p := admit(t, f, "freed", 0)
-		for i := 0; i < sweeps; i++ {
-			runtime.GC()
-			time.Sleep(time.Millisecond)
+		if swept {
+			slot := &f.provider.young.slots[p.state().ticket.Slot()]
+			if !collectUntil(200, func() bool { return slot.Load() == nil }) {
+				t.Fatal("no sweep took the permit out of the young table")
+			}
+			time.Sleep(10 * time.Millisecond) // let the sweep finish setting the finalizer
 		}
 		w := weak.Make(p)
 		if !p.Release() {
@@ -62,7 +63,7 @@ func TestReleasedPermitIsFreedByOneCollection(t *testing.T) {
 		p = nil
 		runtime.GC()
 		if w.Value() != nil {
-			t.Fatalf("after %d sweeps: a released permit survived the collection that found it unreachable", sweeps)
+			t.Fatalf("swept %v: a released permit survived the collection that found it unreachable", swept)
 		}
 	}
 	if f.provider.Metrics().Leaked != 0 {
