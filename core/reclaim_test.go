@@ -2,6 +2,7 @@ package core
 
 import (
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 	"weak"
@@ -103,5 +104,50 @@ func TestDroppedProviderStopsItsTick(t *testing.T) {
 	}()
 	if !collectUntil(200, func() bool { return ticking.Load() <= before }) {
 		t.Fatalf("%d ticks still armed, want at most %d", ticking.Load(), before)
+	}
+}
+
+// TestStripedCountersAreExact: with as many stripes as a large machine
+// gets, increments from many goroutines (so from many stripes) land on
+// their own counter and every stripe is summed.
+func TestStripedCountersAreExact(t *testing.T) {
+	old := runtime.GOMAXPROCS(maxStripes)
+	m := newMetrics()
+	runtime.GOMAXPROCS(old)
+	if m.mask+1 != maxStripes {
+		t.Fatalf("%d stripes, want %d", m.mask+1, maxStripes)
+	}
+	counters := firstRejection + len(allErrors)
+	const goroutines = 64
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := 0; c < counters; c++ {
+				for i := 0; i <= c%5; i++ {
+					m.inc(c)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// Goroutines alive at once have stacks of their own, so they spread.
+	stripes := map[uint64]bool{}
+	release, got := make(chan struct{}), make(chan uint64)
+	for g := 0; g < 16; g++ {
+		go func() { s := m.stripe(); <-release; got <- s }()
+	}
+	close(release)
+	for g := 0; g < 16; g++ {
+		stripes[<-got] = true
+	}
+	if len(stripes) < 4 {
+		t.Fatalf("sixteen live goroutines landed on %d stripes", len(stripes))
+	}
+	for c := 0; c < counters; c++ {
+		if got, want := m.value(c), int64(goroutines*(c%5+1)); got != want {
+			t.Fatalf("counter %d: %d, want %d", c, got, want)
+		}
 	}
 }
