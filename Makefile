@@ -72,13 +72,13 @@ scaling:
 	$(GO) run ./bench/scaling
 
 # The single-goroutine benchmarks (clock, cycle, rejections, critical
-# section) run at -cpu 1 pinned to one core (taskset, and real-time
+# section) run at -cpu 1 pinned to the last core (taskset, and real-time
 # priority where chrt is allowed), so that the scheduler and the other
 # work of a shared machine move the ratios less; the collector then runs
 # on the same core, so the cycle pays for its own garbage. The parallel
 # ones run unpinned at -cpu 1 and 2. One binary, one output, one
 # benchstat, ledger against naive (-col /impl).
-BENCH_PIN ?= $(shell command -v taskset >/dev/null 2>&1 && echo taskset -c 0) $(shell chrt -f 50 true >/dev/null 2>&1 && echo chrt -f 50)
+BENCH_PIN ?= $(shell command -v taskset >/dev/null 2>&1 && echo taskset -c $$(($$(nproc)-1))) $(shell chrt -f 50 true >/dev/null 2>&1 && echo chrt -f 50)
 
 bench:
 	$(GO) test -c -o bench.test ./bench
