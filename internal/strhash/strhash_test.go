@@ -34,8 +34,8 @@ func TestPairSeparatesItsHalves(t *testing.T) {
 	if Pair(1, "ab", "c") == Pair(1, "a", "bc") || Pair(1, "", "x") == Pair(1, "x", "") {
 		t.Fatal("a pair's halves run together")
 	}
-	if Pair(1, "acme", "alice") != Pair(1, "acme", "alice") {
-		t.Fatal("not deterministic")
+	if a, b := "acme", strings.Clone("acme"); Pair(1, a, "alice") != Pair(1, b, "alice") {
+		t.Fatal("the hash depends on where the bytes are")
 	}
 }
 
