@@ -81,3 +81,34 @@ func TestSystemClockJudgesWallOnlySamplesByTheWallClock(t *testing.T) {
 	}
 	p.Release()
 }
+
+// TestWallOnlySampleReplacesTheDerivedReading: checkLoad swaps a derived
+// first reading for time.Now when the sample has no monotonic reading,
+// and keeps it when the sample has one.
+func TestWallOnlySampleReplacesTheDerivedReading(t *testing.T) {
+	_, ctl, load := systemController(t)
+	time.Sleep(5 * time.Millisecond)
+	for _, wallOnly := range []bool{false, true} {
+		observed := time.Now()
+		if wallOnly {
+			observed = observed.Round(0)
+		}
+		seq := uint64(1)
+		if wallOnly {
+			seq = 2
+		}
+		if err := load.Publish(LoadSample{Sequence: seq, ObservedAt: observed, CPUPressure: 0.1, MemoryPressure: 0.1}); err != nil {
+			t.Fatal(err)
+		}
+		d := decision{admittedAt: ctl.base} // a derived reading from before the sample
+		if err := ctl.checkLoad(request("x"), &d); err != nil {
+			t.Fatalf("wall only %v: %v", wallOnly, err)
+		}
+		if replaced := d.admittedAt != ctl.base; replaced != wallOnly {
+			t.Fatalf("wall only %v: reading replaced %v", wallOnly, replaced)
+		}
+		if wallOnly && d.admittedAt.Before(observed) {
+			t.Fatal("the replacement reading is older than the sample")
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 	"weak"
+
+	"latent.dev/admission/core/atomicledger"
 )
 
 // collectUntil runs the collector until cond holds, at most n times.
@@ -150,4 +152,39 @@ func TestStripedCountersAreExact(t *testing.T) {
 			t.Fatalf("counter %d: %d, want %d", c, got, want)
 		}
 	}
+}
+
+var sinkBlock *permitBlock
+
+// BenchmarkLeakTracking is what tracking one permit for leak reclaim
+// costs on top of its allocation: a finalizer set at admission and
+// removed at release (impl=finalizer, the former design), against holding
+// it in the young table and clearing its slot (impl=young).
+func BenchmarkLeakTracking(b *testing.B) {
+	b.Run("impl=alloc-only", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkBlock = new(permitBlock)
+		}
+	})
+	b.Run("impl=finalizer", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			blk := new(permitBlock)
+			runtime.SetFinalizer(&blk.permit, reclaimLeaked)
+			runtime.SetFinalizer(&blk.permit, nil)
+			sinkBlock = blk
+		}
+	})
+	b.Run("impl=young", func(b *testing.B) {
+		y := newYoungPermits(1)
+		var tk atomicledger.Ticket // slot 0
+		b.ReportAllocs()
+		for b.Loop() {
+			blk := new(permitBlock)
+			y.hold(tk, blk)
+			y.forget(tk, blk)
+			sinkBlock = blk
+		}
+	})
 }

@@ -86,69 +86,78 @@ type requirementsSlot struct {
 	seq      atomic.Uint64
 	rev      atomic.Pointer[policy.RevisionPolicy]
 	features atomic.Uint64
-	meta     atomic.Uint32 // trust class ID | known<<8 | (step 6's error index + 1)<<16 | cells<<24
+	meta     atomic.Uint32 // as packedRequirements.meta
 }
 
 func (c *requirementsCache) slot(rev *policy.RevisionPolicy) *requirementsSlot {
 	return &c.slots[uintptr(unsafe.Pointer(rev))>>6%requirementsSlots]
 }
 
-// load returns the slot's packed value if it holds rev's. The value
-// stays packed until the caller unpacks it into its decision: returning
-// a struct of small fields just written would make the caller reload
-// them through the store buffer, which costs more than the lookup.
-func (s *requirementsSlot) load(rev *policy.RevisionPolicy) (features uint64, meta uint32, ok bool) {
-	q := s.seq.Load()
-	if q&1 != 0 || s.rev.Load() != rev {
-		return 0, 0, false
-	}
-	features, meta = s.features.Load(), s.meta.Load()
-	if s.seq.Load() != q {
-		return 0, 0, false
-	}
-	return features, meta, true
+// packedRequirements is requirements as a slot holds them: the features,
+// and meta = trust class ID | known<<8 | (step 6's error index + 1)<<16 |
+// cells<<24. It is handed back packed and read through its methods:
+// returning a struct of small fields just written would make the caller
+// reload them through the store buffer, which costs more than the lookup.
+type packedRequirements struct {
+	features policy.FeatureSet
+	meta     uint32
 }
 
-// pack and unpack convert between requirements and a slot's words.
-func (v *requirements) pack() (features uint64, meta uint32) {
-	meta = uint32(v.trust) | uint32(v.cells)<<24
+func (v requirements) pack() packedRequirements {
+	meta := uint32(v.trust) | uint32(v.cells)<<24
 	if v.trustKnown {
 		meta |= 1 << 8
 	}
 	if v.err != nil {
 		meta |= (uint32(v.err.index) + 1) << 16
 	}
-	return uint64(v.features), meta
+	return packedRequirements{v.features, meta}
 }
 
-func unpack(features uint64, meta uint32) requirements {
-	v := requirements{features: policy.FeatureSet(features), trust: policy.TrustClassID(meta & 0xff), trustKnown: meta&(1<<8) != 0,
-		cells: policy.CellClassSet(meta >> 24)}
-	if i := meta >> 16 & 0xff; i != 0 {
-		v.err = allErrors[i-1]
+func (w packedRequirements) err() *rejection {
+	if i := w.meta >> 16 & 0xff; i != 0 {
+		return allErrors[i-1]
 	}
-	return v
+	return nil
 }
 
-func (s *requirementsSlot) store(rev *policy.RevisionPolicy, features uint64, meta uint32) {
+func (w packedRequirements) trust() (policy.TrustClassID, bool) {
+	return policy.TrustClassID(w.meta & 0xff), w.meta&(1<<8) != 0
+}
+
+func (w packedRequirements) cells() policy.CellClassSet { return policy.CellClassSet(w.meta >> 24) }
+
+// load returns the slot's value if it holds rev's.
+func (s *requirementsSlot) load(rev *policy.RevisionPolicy) (packedRequirements, bool) {
+	q := s.seq.Load()
+	if q&1 != 0 || s.rev.Load() != rev {
+		return packedRequirements{}, false
+	}
+	w := packedRequirements{policy.FeatureSet(s.features.Load()), s.meta.Load()}
+	if s.seq.Load() != q {
+		return packedRequirements{}, false
+	}
+	return w, true
+}
+
+func (s *requirementsSlot) store(rev *policy.RevisionPolicy, w packedRequirements) {
 	q := s.seq.Load()
 	if q&1 != 0 || !s.seq.CompareAndSwap(q, q+1) {
 		return
 	}
 	s.rev.Store(rev)
-	s.features.Store(features)
-	s.meta.Store(meta)
+	s.features.Store(uint64(w.features))
+	s.meta.Store(w.meta)
 	s.seq.Store(q + 2)
 }
 
-// requirementsOf is deriveRequirements through the cache, packed.
-func (pr *LocalQuotaProvider) requirementsOf(rev *policy.RevisionPolicy) (features uint64, meta uint32) {
+// requirementsOf is deriveRequirements through the cache.
+func (pr *LocalQuotaProvider) requirementsOf(rev *policy.RevisionPolicy) packedRequirements {
 	s := pr.requirements.slot(rev)
-	if features, meta, ok := s.load(rev); ok {
-		return features, meta
+	if w, ok := s.load(rev); ok {
+		return w
 	}
-	v := pr.deriveRequirements(rev)
-	features, meta = v.pack()
-	s.store(rev, features, meta)
-	return features, meta
+	w := pr.deriveRequirements(rev).pack()
+	s.store(rev, w)
+	return w
 }

@@ -8,6 +8,13 @@ import (
 	"latent.dev/admission/policy"
 )
 
+// unpacked reads a packed value back through its methods.
+func unpacked(w packedRequirements) requirements {
+	v := requirements{err: w.err(), features: w.features, cells: w.cells()}
+	v.trust, v.trustKnown = w.trust()
+	return v
+}
+
 // requirementPolicies is a spread of revision policies that pass and fail
 // step 6 at each check, with known and unknown trust classes: many more
 // than the cache has slots, so slots are shared and overwritten.
@@ -47,7 +54,7 @@ func TestRequirementsCacheAgreesWithTheDerivation(t *testing.T) {
 	pols := requirementPolicies(3 * requirementsSlots)
 	for round := 0; round < 3; round++ {
 		for i, p := range pols {
-			if got, want := unpack(pr.requirementsOf(p)), pr.deriveRequirements(p); got != want {
+			if got, want := unpacked(pr.requirementsOf(p)), pr.deriveRequirements(p); got != want {
 				t.Fatalf("round %d, policy %d: cached %+v, derived %+v", round, i, got, want)
 			}
 		}
@@ -55,7 +62,7 @@ func TestRequirementsCacheAgreesWithTheDerivation(t *testing.T) {
 	hits := 0
 	for _, p := range pols[:9] {
 		pr.requirementsOf(p)
-		if _, _, ok := pr.requirements.slot(p).load(p); ok {
+		if _, ok := pr.requirements.slot(p).load(p); ok {
 			hits++
 		}
 	}
@@ -86,7 +93,7 @@ func TestRequirementsCacheUnderConcurrentFills(t *testing.T) {
 			defer wg.Done()
 			for n := 0; n < 20000; n++ {
 				i := (n*7 + g*13) % len(pols)
-				if got := unpack(pr.requirementsOf(pols[i])); got != want[i] {
+				if got := unpacked(pr.requirementsOf(pols[i])); got != want[i] {
 					errs <- fmt.Sprintf("policy %d: %+v, want %+v", i, got, want[i])
 					return
 				}

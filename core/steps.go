@@ -22,7 +22,6 @@ type decision struct {
 	fingerprint atomicledger.Fingerprint
 	rev         *policy.RevisionPolicy
 	identity    *policy.RevisionIdentity // a vouching source's copy of the request's; nil for other sources
-	revLooked   bool                     // the source was asked at step 2; rev is its answer
 	// principalListed: step 2 found (tenant, kind, subject) on the
 	// allowlists; reservation.Tenant is the tenant's ID.
 	principalListed bool
@@ -143,7 +142,6 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 	r := &req.Revision
 	if c.vouched != nil {
 		d.rev, d.identity, _ = c.vouched.VerifiedRevision(r)
-		d.revLooked = true
 		if d.rev != nil && revisionFits(r, node) {
 			return checkBudgetDimensions(&req.RequestedBudget)
 		}
@@ -221,7 +219,7 @@ func (c *AdmissionController) checkPriority(req *AdmissionRequest, d *decision) 
 // checkRevision is step 5: the pinned view verifies the whole tuple
 // (already asked at step 2 when the source vouches for its identities).
 func (c *AdmissionController) checkRevision(req *AdmissionRequest, d *decision) *rejection {
-	if !d.revLooked {
+	if c.vouched == nil { // a vouching source was asked at step 2
 		d.rev = c.lookupRevision(&req.Revision)
 	}
 	if d.rev == nil {
@@ -246,14 +244,12 @@ func (c *AdmissionController) lookupRevision(rev *policy.ResolvedRevision) *poli
 // features as a bitset of the node's features, and its trust class for
 // step 7 (both derived once per revision policy: requirements.go).
 func (c *AdmissionController) checkRequirements(d *decision) *rejection {
-	features, meta := c.provider.requirementsOf(d.rev)
-	if i := meta >> 16 & 0xff; i != 0 {
-		return allErrors[i-1]
+	w := c.provider.requirementsOf(d.rev)
+	if err := w.err(); err != nil {
+		return err
 	}
-	d.features = policy.FeatureSet(features)
-	d.reservation.TrustClass = policy.TrustClassID(meta & 0xff)
-	d.trustKnown = meta&(1<<8) != 0
-	d.cells = policy.CellClassSet(meta >> 24)
+	d.features, d.cells = w.features, w.cells()
+	d.reservation.TrustClass, d.trustKnown = w.trust()
 	return nil
 }
 

@@ -106,9 +106,7 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 // names its service. Admission asks again; asking here first keeps a
 // principal that may not call anything from learning which routes exist.
 func (n *Node) authorized(p Principal) bool {
-	compiled := n.provider.Policy()
-	id, ok := compiled.TenantID(p.Tenant)
-	if !ok || !compiled.Authorized(id, p.Kind, p.Subject) {
+	if _, ok := n.provider.Policy().AuthorizedPrincipal(p.Tenant, p.Kind, p.Subject); !ok {
 		return false
 	}
 	return p.Kind != policy.ServicePrincipal || p.Service != ""
