@@ -152,6 +152,13 @@ func TestStripedCountersAreExact(t *testing.T) {
 			t.Fatalf("counter %d: %d, want %d", c, got, want)
 		}
 	}
+	// One increment in every stripe, the first and the last included.
+	for st := uint64(0); st <= m.mask; st++ {
+		m.stripes[st*m.stride+admittedCounter]++
+	}
+	if got, want := m.value(admittedCounter), int64(goroutines+maxStripes); got != want {
+		t.Fatalf("a value summed %d, want every stripe: %d", got, want)
+	}
 }
 
 var sinkBlock *permitBlock
