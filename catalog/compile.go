@@ -40,6 +40,16 @@ func (d *deployment) route(name string) *route {
 	return nil
 }
 
+// first returns the deployment's first revision, or nil if it has none.
+func (d *deployment) first() *revision {
+	for i := range d.routes {
+		if len(d.routes[i].revisions) != 0 {
+			return &d.routes[i].revisions[0]
+		}
+	}
+	return nil
+}
+
 type route struct {
 	name       string
 	contract   string

@@ -83,7 +83,9 @@
 // whole identity equal, so the cache changes no answer. It allocates
 // nothing, blocks on nothing, touches no file and compiles nothing; the
 // returned policy is shared and immutable. [Pin.VerifiedRevision] also
-// returns the pin's copy of the identity, which a permit points to.
+// returns the pin's copy of the identity, which a permit points to, and
+// on a miss the identity that matched the request furthest, whose equal
+// fields admission then need not scan.
 //
 // # Resolution
 //

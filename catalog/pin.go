@@ -136,9 +136,19 @@ func (p *Pin) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionPoli
 // makes the pin a core.ValidatedRevisionSource: every identity a pin
 // holds obeys the identifier character rules, because a deployment is
 // validated when it is compiled and generated identities are hex.
+//
+// When the pin does not hold rev, the policy is nil and the identity is
+// the pin's identity that shares the most leading fields with rev (the
+// same deployment, then the same route, then the same revision ID), or
+// nil when no deployment matches: admission need not scan a field of rev
+// that equals it.
 func (p *Pin) VerifiedRevision(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, *policy.RevisionIdentity, bool) {
-	if r := p.verify(rev); r != nil {
+	r, near := p.verifyNear(rev)
+	switch {
+	case r != nil:
 		return &r.spec.Policy, &r.identity, true
+	case near != nil:
+		return nil, &near.identity, false
 	}
 	return nil, nil, false
 }
@@ -146,18 +156,25 @@ func (p *Pin) VerifiedRevision(rev *policy.ResolvedRevision) (*policy.RevisionPo
 // verify returns the pin's revision whose whole identity tuple is rev's,
 // or nil.
 func (p *Pin) verify(rev *policy.ResolvedRevision) *revision {
+	r, _ := p.verifyNear(rev)
+	return r
+}
+
+// verifyNear is verify that, on a miss, also returns lookupRevision's
+// nearest revision.
+func (p *Pin) verifyNear(rev *policy.ResolvedRevision) (r, near *revision) {
 	if p == nil || rev == nil {
-		return nil
+		return nil, nil
 	}
 	slot := p.verified.slot(rev.Revision)
 	if r := slot.Load(); r != nil && sameIdentity(&r.identity, &rev.RevisionIdentity) {
-		return r
+		return r, nil
 	}
-	r := p.lookupRevision(rev)
+	r, near = p.lookupRevision(rev)
 	if r != nil && unsafe.StringData(rev.Revision) == unsafe.StringData(r.id) && slot.Load() != r {
 		slot.Store(r)
 	}
-	return r
+	return r, near
 }
 
 // sameIdentity is a == b, comparing each string's address and length
@@ -172,31 +189,41 @@ func sameString(a, b string) bool {
 	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
-// lookupRevision is verify without the cache.
-func (p *Pin) lookupRevision(rev *policy.ResolvedRevision) *revision {
+// lookupRevision is verify without the cache. On a miss it also returns
+// the revision whose identity matched rev furthest: one of the same
+// deployment, then of the same route, then the one with rev's revision
+// ID (whose release differs); nil when no deployment matches.
+func (p *Pin) lookupRevision(rev *policy.ResolvedRevision) (r, near *revision) {
 	dep := p.lookup(rev.Tenant, rev.Service)
-	if dep == nil || dep.generation != rev.Generation {
-		return nil
+	if dep == nil {
+		return nil, nil
+	}
+	near = dep.first()
+	if dep.generation != rev.Generation {
+		return nil, near
 	}
 	// The route by its short name, then the revision by comparing IDs
 	// within it: a route holds a handful of revisions with distinct IDs,
 	// and comparing a 68-byte ID costs less than hashing it.
 	rt := dep.route(rev.Route)
 	if rt == nil {
-		return nil
+		return nil, near
+	}
+	if len(rt.revisions) != 0 {
+		near = &rt.revisions[0]
 	}
 	if rt.contract != rev.Contract || rt.function != rev.Function {
-		return nil
+		return nil, near
 	}
 	for j := range rt.revisions {
 		if r := &rt.revisions[j]; r.id == rev.Revision {
 			if r.releaseID != rev.Release {
-				return nil
+				return nil, r
 			}
-			return r
+			return r, nil
 		}
 	}
-	return nil
+	return nil, near
 }
 
 // RoutingHash is the stable 64-bit hash that places a routing key on a

@@ -22,27 +22,31 @@ func TestRevisionPolicyRejectsEveryTupleFieldMismatch(t *testing.T) {
 	if _, ok := pin.RevisionPolicy(good); !ok {
 		t.Fatal("the unmodified tuple is rejected")
 	}
+	// shared is how many identity fields the nearest identity the pin
+	// returns on a miss has in common with the tampered tuple (0: none is
+	// returned, no deployment matches).
 	tests := []struct {
 		name   string
 		tamper func(r *policy.ResolvedRevision)
+		shared int
 	}{
-		{"tenant differs", func(r *policy.ResolvedRevision) { r.Tenant = "globex" }},
-		{"service differs", func(r *policy.ResolvedRevision) { r.Service = "render" }},
-		{"route differs (an existing route)", func(r *policy.ResolvedRevision) { r.Route = "crop" }},
-		{"route differs (no such route)", func(r *policy.ResolvedRevision) { r.Route = "rotate" }},
-		{"contract differs", func(r *policy.ResolvedRevision) { r.Contract = "img.v2" }},
-		{"function differs", func(r *policy.ResolvedRevision) { r.Function = "crop" }},
-		{"revision differs", func(r *policy.ResolvedRevision) { r.Revision = flipLast(r.Revision) }},
+		{"tenant differs", func(r *policy.ResolvedRevision) { r.Tenant = "globex" }, 0},
+		{"service differs", func(r *policy.ResolvedRevision) { r.Service = "render" }, 0},
+		{"route differs (an existing route)", func(r *policy.ResolvedRevision) { r.Route = "crop" }, 4},
+		{"route differs (no such route)", func(r *policy.ResolvedRevision) { r.Route = "rotate" }, 6},
+		{"contract differs", func(r *policy.ResolvedRevision) { r.Contract = "img.v2" }, 6},
+		{"function differs", func(r *policy.ResolvedRevision) { r.Function = "crop" }, 6},
+		{"revision differs", func(r *policy.ResolvedRevision) { r.Revision = flipLast(r.Revision) }, 6},
 		{"revision differs (a revision of the other route)", func(r *policy.ResolvedRevision) {
 			r.Revision = mustResolve(t, pin, Target{"acme", "thumbs", "crop"}, "k").Revision
-		}},
+		}, 6},
 		{"release differs", func(r *policy.ResolvedRevision) {
 			r.Release = ReleaseID(Release{ArtifactDigest: "sha256:0a", Version: "9"})
-		}},
-		{"generation is older", func(r *policy.ResolvedRevision) { r.Generation-- }},
-		{"generation is newer", func(r *policy.ResolvedRevision) { r.Generation++ }},
-		{"tenant differs only in case", func(r *policy.ResolvedRevision) { r.Tenant = "Acme" }},
-		{"empty tuple", func(r *policy.ResolvedRevision) { *r = policy.ResolvedRevision{} }},
+		}, 6},
+		{"generation is older", func(r *policy.ResolvedRevision) { r.Generation-- }, 7},
+		{"generation is newer", func(r *policy.ResolvedRevision) { r.Generation++ }, 7},
+		{"tenant differs only in case", func(r *policy.ResolvedRevision) { r.Tenant = "Acme" }, 0},
+		{"empty tuple", func(r *policy.ResolvedRevision) { *r = policy.ResolvedRevision{} }, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,8 +55,26 @@ func TestRevisionPolicyRejectsEveryTupleFieldMismatch(t *testing.T) {
 			if p, ok := pin.RevisionPolicy(&rev); ok || p != nil {
 				t.Fatalf("tampered tuple %+v accepted", rev)
 			}
-			if p, id, ok := pin.VerifiedRevision(&rev); ok || p != nil || id != nil {
+			p, near, ok := pin.VerifiedRevision(&rev)
+			if ok || p != nil {
 				t.Fatalf("tampered tuple %+v verified", rev)
+			}
+			if tt.shared == 0 {
+				if near != nil {
+					t.Fatalf("no deployment matches, yet the pin returned %+v", near)
+				}
+				return
+			}
+			if near == nil {
+				t.Fatal("no nearest identity")
+			}
+			// The nearest identity is one the pin holds: it verifies as
+			// itself, and it is the pin's own copy.
+			if _, self, ok := pin.VerifiedRevision(&policy.ResolvedRevision{RevisionIdentity: *near}); !ok || self != near {
+				t.Fatalf("the nearest identity %+v is not one the pin holds", near)
+			}
+			if n := sharedFields(near, &rev.RevisionIdentity); n != tt.shared {
+				t.Fatalf("the nearest identity %+v shares %d fields with %+v, want %d", near, n, rev.RevisionIdentity, tt.shared)
 			}
 		})
 	}
@@ -383,4 +405,16 @@ func TestVerifiedCacheChangesNoAnswer(t *testing.T) {
 	if _, ok := pin.RevisionPolicy(rev); !ok {
 		t.Fatal("the held pin stopped serving its revision")
 	}
+}
+
+// sharedFields counts the string fields of a and b that are equal.
+func sharedFields(a, b *policy.RevisionIdentity) int {
+	n := 0
+	for _, f := range [...][2]string{{a.Tenant, b.Tenant}, {a.Service, b.Service}, {a.Route, b.Route},
+		{a.Contract, b.Contract}, {a.Function, b.Function}, {a.Revision, b.Revision}, {a.Release, b.Release}} {
+		if f[0] == f[1] {
+			n++
+		}
+	}
+	return n
 }

@@ -29,5 +29,9 @@ type ValidatedRevisionSource interface {
 	// VerifiedRevision is RevisionPolicy that also returns the source's
 	// own copy of the identity it verified rev against: equal to rev's
 	// field by field, and, like the policy, never changed afterwards.
+	// When it does not hold rev (false), the identity is nil or any one
+	// the source holds, best the one sharing the most fields with rev:
+	// step 2 checks only the length of a field of rev equal to that
+	// identity's and scans the others.
 	VerifiedRevision(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, *policy.RevisionIdentity, bool)
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"time"
+	"unsafe"
 
 	"latent.dev/admission/core/atomicledger"
 	"latent.dev/admission/core/deadline"
@@ -140,29 +141,53 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 		return errPrincipalService
 	}
 	r := &req.Revision
+	held := &noIdentity
 	if c.vouched != nil {
-		d.rev, d.identity, _ = c.vouched.VerifiedRevision(r)
-		if d.rev != nil && revisionFits(r, node) {
-			return checkBudgetDimensions(&req.RequestedBudget)
+		rev, id, ok := c.vouched.VerifiedRevision(r)
+		if ok {
+			d.rev, d.identity = rev, id
+			if revisionFits(r, node) {
+				return checkBudgetDimensions(&req.RequestedBudget)
+			}
+		}
+		if id != nil {
+			held = id
 		}
 	}
+	// A field equal to the held identity's is one the source vouches for
+	// and needs only its length checked; any other is scanned.
+	gen := node.MaximumGeneratedIdentifierBytes
 	switch {
-	case !policy.ValidIdentifier(r.Tenant, max):
+	case !validAs(r.Tenant, held.Tenant, max):
 		return errRevisionTenant
-	case !policy.ValidIdentifier(r.Service, max):
+	case !validAs(r.Service, held.Service, max):
 		return errRevisionService
-	case !policy.ValidIdentifier(r.Route, max):
+	case !validAs(r.Route, held.Route, max):
 		return errRevisionRoute
-	case !policy.ValidIdentifier(r.Contract, max):
+	case !validAs(r.Contract, held.Contract, max):
 		return errRevisionContract
-	case !policy.ValidIdentifier(r.Function, max):
+	case !validAs(r.Function, held.Function, max):
 		return errRevisionFunction
-	case !policy.ValidIdentifier(r.Revision, node.MaximumGeneratedIdentifierBytes):
+	case !validAs(r.Revision, held.Revision, gen):
 		return errRevisionID
-	case !policy.ValidIdentifier(r.Release, node.MaximumGeneratedIdentifierBytes):
+	case !validAs(r.Release, held.Release, gen):
 		return errReleaseID
 	}
 	return checkBudgetDimensions(&req.RequestedBudget)
+}
+
+// noIdentity is the held identity when a source vouches for none: its
+// empty fields equal no valid identifier.
+var noIdentity policy.RevisionIdentity
+
+// validAs is policy.ValidIdentifier(s, maxBytes) for an s that may equal
+// held, an identifier a vouching source holds (or ""): equal to it, s
+// obeys the character rules and only its length is checked.
+func validAs(s, held string, maxBytes uint32) bool {
+	if len(s) == len(held) && len(s) != 0 && (unsafe.StringData(s) == unsafe.StringData(held) || s == held) {
+		return uint64(len(s)) <= uint64(maxBytes)
+	}
+	return policy.ValidIdentifier(s, maxBytes)
 }
 
 // revisionFits reports whether every field of a vouched identity is

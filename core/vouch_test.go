@@ -9,10 +9,12 @@ import (
 )
 
 // vouchingSource is a mapSource that vouches for its identities and
-// counts how often it is asked.
+// counts how often it is asked. On a miss it returns near, the identity
+// a catalog pin would call nearest.
 type vouchingSource struct {
 	mapSource
 	asked int
+	near  *policy.RevisionIdentity
 }
 
 func (s *vouchingSource) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, bool) {
@@ -27,7 +29,7 @@ func (s *vouchingSource) VerifiedRevision(rev *policy.ResolvedRevision) (*policy
 			return e.policy, &e.rev.RevisionIdentity, true
 		}
 	}
-	return nil, nil, false
+	return nil, s.near, false
 }
 
 var _ ValidatedRevisionSource = (*vouchingSource)(nil)
@@ -133,6 +135,78 @@ func TestVouchedIdentities(t *testing.T) {
 				continue
 			}
 			p.Release()
+		}
+	})
+	t.Run("on a miss, a field equal to the nearest held identity's is not scanned", func(t *testing.T) {
+		// The probe breaks the source's promise on purpose: its nearest
+		// identity has a function with a space. A request field equal to
+		// it (the same bytes, or a copy) passes step 2 unscanned and gets
+		// step 5's answer; a scan would have answered step 2.
+		for _, copied := range []bool{false, true} {
+			f := newFixture(t, nil)
+			near := resizeRevision().RevisionIdentity
+			near.Function = "re size"
+			src := &vouchingSource{near: &near}
+			src.add(resizeRevision(), resizePolicy())
+			req := request("v")
+			req.Revision.Function, req.Revision.Revision = near.Function, "rev-other"
+			if copied {
+				req.Revision.Function = strings.Clone(near.Function)
+			}
+			_, err := f.ctl.WithPolicySource(src).AdmitAt(req, at(0))
+			if err != errRevisionMissing.err() {
+				t.Fatalf("copied %v: got %v, want step 5's %v", copied, err, errRevisionMissing.err())
+			}
+		}
+	})
+	t.Run("on a miss, every field that differs from the nearest identity's is scanned", func(t *testing.T) {
+		for _, fc := range []struct {
+			set  func(r *policy.RevisionIdentity, v string)
+			want *rejection
+		}{
+			{func(r *policy.RevisionIdentity, v string) { r.Tenant = v }, errRevisionTenant},
+			{func(r *policy.RevisionIdentity, v string) { r.Service = v }, errRevisionService},
+			{func(r *policy.RevisionIdentity, v string) { r.Route = v }, errRevisionRoute},
+			{func(r *policy.RevisionIdentity, v string) { r.Contract = v }, errRevisionContract},
+			{func(r *policy.RevisionIdentity, v string) { r.Function = v }, errRevisionFunction},
+			{func(r *policy.RevisionIdentity, v string) { r.Revision = v }, errRevisionID},
+			{func(r *policy.RevisionIdentity, v string) { r.Release = v }, errReleaseID},
+		} {
+			f := newFixture(t, nil)
+			near := resizeRevision().RevisionIdentity
+			src := &vouchingSource{near: &near}
+			req := request("v")
+			fc.set(&req.Revision.RevisionIdentity, "x y")
+			_, err := f.ctl.WithPolicySource(src).AdmitAt(req, at(0))
+			if err != fc.want.err() {
+				t.Errorf("%v: got %v", fc.want.err(), err)
+			}
+		}
+	})
+	t.Run("on a miss, a field equal to the nearest identity's is still held to the node's bound", func(t *testing.T) {
+		for _, fc := range []struct {
+			set  func(r *policy.RevisionIdentity, v string)
+			n    int
+			want *rejection
+		}{
+			{func(r *policy.RevisionIdentity, v string) { r.Route = v }, 65, errRevisionRoute},
+			{func(r *policy.RevisionIdentity, v string) { r.Release = v }, 97, errReleaseID},
+		} {
+			f := newFixture(t, nil)
+			near := resizeRevision().RevisionIdentity
+			fc.set(&near, strings.Repeat("x", fc.n))
+			src := &vouchingSource{near: &near}
+			req := request("v")
+			req.Revision.RevisionIdentity = near
+			req.Revision.Revision = "rev-other"
+			if fc.want == errReleaseID {
+				req.Revision.Revision = near.Revision
+				req.Revision.Contract = "other"
+			}
+			_, err := f.ctl.WithPolicySource(src).AdmitAt(req, at(0))
+			if err != fc.want.err() {
+				t.Errorf("%v: got %v", fc.want.err(), err)
+			}
 		}
 	})
 	t.Run("a principal that is not allowed is step 3's answer", func(t *testing.T) {
