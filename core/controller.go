@@ -55,10 +55,13 @@ func (c *AdmissionController) AdmitNow(req *AdmissionRequest) (*AdmissionPermit,
 		c.provider.metrics.reject(err)
 		return nil, err.err()
 	}
-	d.admittedAt = c.firstReading(req)
+	c.firstReading(req, &d)
 	if err := c.checkAt(req, &d); err != nil {
 		c.provider.metrics.reject(err)
 		return nil, err.err()
+	}
+	if d.derived {
+		d.admittedAt = c.base.Add(d.sinceBase)
 	}
 	p, err := c.commit(req, d.admittedAt, &d)
 	if err != nil {
@@ -85,11 +88,16 @@ func (c *AdmissionController) AdmitNow(req *AdmissionRequest) (*AdmissionPermit,
 // with a caller deadline (an absolute wall time) is judged against
 // time.Now, and so is a load sample whose time carries no monotonic
 // reading.
-func (c *AdmissionController) firstReading(req *AdmissionRequest) time.Time {
+//
+// A derived reading is kept as its offset from the base until steps 11
+// and 12 have passed (they judge the load sample's age by monotonic
+// differences), so a rejection there never builds the time.Time.
+func (c *AdmissionController) firstReading(req *AdmissionRequest, d *decision) {
 	if c.derivedReading(req) {
-		return c.base.Add(time.Since(c.base))
+		d.derived, d.sinceBase = true, time.Since(c.base)
+		return
 	}
-	return c.clock.Now()
+	d.admittedAt = c.clock.Now()
 }
 
 // derivedReading reports whether firstReading derives req's reading from

@@ -182,19 +182,18 @@ func validPressure(f float64) bool {
 	return !math.IsNaN(f) && f >= 0 && f <= 1
 }
 
-// loadVerdict judges a sample elapsed after the reading first against
-// the overload policy: missing, future-dated and stale samples are
-// unavailable; then CPU, then memory pressure at or above its threshold
-// is overload. Ages are durations from first, so the caller need not
-// build a second time.Time.
-func loadVerdict(s *LoadSample, ok bool, first time.Time, elapsed time.Duration, o *policy.OverloadPolicy) *rejection {
+// loadVerdict judges a sample of the given age at the first reading,
+// elapsed after it, against the overload policy: missing, future-dated
+// and stale samples are unavailable; then CPU, then memory pressure at or
+// above its threshold is overload. Ages are durations from the first
+// reading, so the caller need not build a second time.Time.
+func loadVerdict(s *LoadSample, ok bool, age, elapsed time.Duration, o *policy.OverloadPolicy) *rejection {
 	if !ok || s == nil {
 		return errLoadUnavailable
 	}
 	// The sample's age at first + elapsed is age + elapsed; elapsed is
 	// never negative and the maximum age is positive, so neither side of
 	// either comparison overflows.
-	age := first.Sub(s.ObservedAt)
 	if age < -elapsed {
 		return errLoadUnavailable // observed after now: future-dated
 	}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -100,15 +101,68 @@ func TestWallOnlySampleReplacesTheDerivedReading(t *testing.T) {
 		if err := load.Publish(LoadSample{Sequence: seq, ObservedAt: observed, CPUPressure: 0.1, MemoryPressure: 0.1}); err != nil {
 			t.Fatal(err)
 		}
-		d := decision{admittedAt: ctl.base} // a derived reading from before the sample
+		d := decision{derived: true} // a derived reading at the base, from before the sample
 		if err := ctl.checkLoad(request("x"), &d); err != nil {
 			t.Fatalf("wall only %v: %v", wallOnly, err)
 		}
-		if replaced := d.admittedAt != ctl.base; replaced != wallOnly {
+		if replaced := !d.derived; replaced != wallOnly {
 			t.Fatalf("wall only %v: reading replaced %v", wallOnly, replaced)
 		}
 		if wallOnly && d.admittedAt.Before(observed) {
 			t.Fatal("the replacement reading is older than the sample")
 		}
+	}
+}
+
+// TestDerivedSampleAge: with a derived reading, step 12 judges the
+// sample's age from monotonic offsets to the controller's base, without
+// building the reading; the age is the one the built reading would give,
+// a sample far older than any maximum age stays stale instead of
+// wrapping, and a sample observed just after the reading (published
+// while the request ran) is judged against a fresh reading, not called
+// future-dated.
+func TestDerivedSampleAge(t *testing.T) {
+	_, ctl, load := systemController(t)
+	for _, tc := range []struct{ since, observed time.Duration }{
+		{0, 0}, {time.Second, 0}, {time.Second, time.Second}, {time.Second, 2 * time.Second},
+		{3 * time.Hour, -time.Hour}, {time.Millisecond, -time.Millisecond}, {time.Second, time.Nanosecond},
+	} {
+		s := &LoadSample{ObservedAt: ctl.base.Add(tc.observed)}
+		d := decision{derived: true, sinceBase: tc.since}
+		want := ctl.base.Add(tc.since).Sub(s.ObservedAt)
+		if got := ctl.sampleAge(s, &d); got != want {
+			t.Fatalf("%+v: age %v, want %v", tc, got, want)
+		}
+		built := decision{admittedAt: ctl.base.Add(tc.since)}
+		if got := ctl.sampleAge(s, &built); got != want {
+			t.Fatalf("%+v: age from the built reading %v, want %v", tc, got, want)
+		}
+	}
+	// A monotonic reading lies within the wall clock's 1885 to 2157
+	// range, so no real offset wraps; the guard is checked at the edge.
+	old := &LoadSample{ObservedAt: ctl.base.Add(-100 * 365 * 24 * time.Hour)}
+	if !deadline.HasMonotonic(old.ObservedAt) {
+		t.Fatal("the old sample lost its monotonic reading")
+	}
+	if got := ctl.sampleAge(old, &decision{derived: true, sinceBase: math.MaxInt64 - time.Hour}); got != math.MaxInt64 {
+		t.Fatalf("an old sample's age wrapped to %v", got)
+	}
+
+	d := decision{derived: true, sinceBase: time.Since(ctl.base)}
+	time.Sleep(2 * time.Millisecond)
+	if err := load.Publish(LoadSample{Sequence: 1, ObservedAt: time.Now(), CPUPressure: 0.1, MemoryPressure: 0.1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ctl.sinceFirst(&d); got < 2*time.Millisecond {
+		t.Fatalf("%v since the first reading, want at least 2ms", got)
+	}
+	if err := ctl.checkLoad(request("x"), &d); err != nil {
+		t.Fatalf("a sample observed after the reading: %v", err)
+	}
+	if !d.derived || d.sample == nil {
+		t.Fatal("the derived reading was replaced, or the sample not kept")
+	}
+	if got := ctl.sinceFirst(&decision{derived: true, sinceBase: time.Hour}); got != 0 {
+		t.Fatalf("a reading ahead of now gives %v since it, want 0", got)
 	}
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"time"
 	"unsafe"
 
@@ -32,9 +33,13 @@ type decision struct {
 	grant           policy.Budget
 	untilCaller     time.Duration // from the first reading to the caller's deadline, when it has one
 	wall            time.Duration // effective: the deadline is admittedAt + wall
-	admittedAt      time.Time     // the first clock reading
-	parallelism     uint64
-	sample          *LoadSample
+	admittedAt      time.Time     // the first clock reading (built after step 12 when derived)
+	// derived: the first reading is the controller's base plus
+	// sinceBase (see firstReading).
+	derived     bool
+	sinceBase   time.Duration
+	parallelism uint64
+	sample      *LoadSample
 }
 
 // checkRequest runs steps 1 to 4: the request's own metadata,
@@ -407,26 +412,54 @@ func (c *AdmissionController) checkCallerDeadline(req *AdmissionRequest, d *deci
 // pressure must be below its threshold.
 func (c *AdmissionController) checkLoad(req *AdmissionRequest, d *decision) *rejection {
 	sample, ok := c.currentLoad()
-	if ok && c.derivedReading(req) && !deadline.HasMonotonic(sample.ObservedAt) {
+	ok = ok && sample != nil
+	if ok && d.derived && !deadline.HasMonotonic(sample.ObservedAt) {
 		// A sample that carries only a wall-clock time is judged against
 		// the system's wall clock, not one derived from the controller's
 		// base (see firstReading).
-		d.admittedAt = c.clock.Now()
+		d.admittedAt, d.derived = c.clock.Now(), false
 	}
-	now := d.admittedAt
-	var elapsed time.Duration
-	if ok && sample.ObservedAt.After(now) {
-		// Published after this request's clock reading, not from the
-		// future: the sampler observed it before we loaded it, so a
-		// fresh monotonic reading is at or after it. Judging it against
-		// the older reading would reject valid work for a race.
-		elapsed = deadline.Elapsed(c.clock, now)
+	var age, elapsed time.Duration
+	if ok {
+		age = c.sampleAge(sample, d)
+		if age < 0 {
+			// Published after this request's clock reading, not from
+			// the future: the sampler observed it before we loaded it,
+			// so a fresh monotonic reading is at or after it. Judging it
+			// against the older reading would reject valid work for a
+			// race.
+			elapsed = c.sinceFirst(d)
+		}
 	}
-	if err := loadVerdict(sample, ok, now, elapsed, &c.provider.node.Overload); err != nil {
+	if err := loadVerdict(sample, ok, age, elapsed, &c.provider.node.Overload); err != nil {
 		return err
 	}
 	d.sample = sample
 	return nil
+}
+
+// sampleAge is the age of s at the first reading. A derived reading and a
+// sample with a monotonic reading differ by monotonic offsets from the
+// base, so no time.Time is built.
+func (c *AdmissionController) sampleAge(s *LoadSample, d *decision) time.Duration {
+	if !d.derived {
+		return d.admittedAt.Sub(s.ObservedAt)
+	}
+	rel := s.ObservedAt.Sub(c.base)
+	age := d.sinceBase - rel
+	if rel < 0 && age < 0 {
+		return math.MaxInt64 // wrapped: older than any maximum age
+	}
+	return age
+}
+
+// sinceFirst is the monotonic time since the first reading, never
+// negative.
+func (c *AdmissionController) sinceFirst(d *decision) time.Duration {
+	if !d.derived {
+		return deadline.Elapsed(c.clock, d.admittedAt)
+	}
+	return max(time.Since(c.base)-d.sinceBase, 0)
 }
 
 func (c *AdmissionController) currentLoad() (*LoadSample, bool) {
@@ -476,7 +509,12 @@ func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionReq
 		return atomicledger.Ticket{}, errDeadlineExceeded
 	}
 	sample, ok := c.currentLoad()
-	if err := loadVerdict(sample, ok, first, elapsed, &pr.node.Overload); err != nil {
+	ok = ok && sample != nil
+	var age time.Duration
+	if ok {
+		age = first.Sub(sample.ObservedAt)
+	}
+	if err := loadVerdict(sample, ok, age, elapsed, &pr.node.Overload); err != nil {
 		return atomicledger.Ticket{}, err
 	}
 	r := &d.reservation
