@@ -23,8 +23,12 @@ type allowSlot struct {
 	hash    uint64
 	tenant  string // "" marks an empty slot: a tenant ID is never empty
 	subject string
-	id      TenantID
-	kinds   principalKinds
+	// tenantWord and subjectWord are strhash.Short of tenant and
+	// subject: with the lengths they decide equality for names of at
+	// most eight bytes without reading the names.
+	tenantWord, subjectWord uint64
+	id                      TenantID
+	kinds                   principalKinds
 }
 
 func newAllowlist(entries int) allowlist {
@@ -44,18 +48,34 @@ func (a *allowlist) add(tenant, subject string, id TenantID, k principalKinds) {
 	for a.slots[i].tenant != "" {
 		i = (i + 1) & a.mask
 	}
-	a.slots[i] = allowSlot{hash: h, tenant: tenant, subject: subject, id: id, kinds: k}
+	a.slots[i] = allowSlot{hash: h, tenant: tenant, subject: subject,
+		tenantWord: strhash.Short(tenant), subjectWord: strhash.Short(subject), id: id, kinds: k}
 }
 
 // find returns the slot of (tenant, subject), or nil.
 func (a *allowlist) find(tenant, subject string) *allowSlot {
+	if len(tenant) <= 8 && len(subject) <= 8 {
+		// Two short names, the common case: hashed and compared as
+		// words (a slot's words are Short of names of its own lengths).
+		tw, sw := strhash.Short(tenant), strhash.Short(subject)
+		h := strhash.PairWords(a.seed, tw, sw, len(tenant), len(subject))
+		for i := h & a.mask; ; i = (i + 1) & a.mask {
+			s := &a.slots[i]
+			if s.tenant == "" {
+				return nil
+			}
+			if s.hash == h && s.tenantWord == tw && s.subjectWord == sw && len(s.tenant) == len(tenant) && len(s.subject) == len(subject) {
+				return s
+			}
+		}
+	}
 	h := strhash.Pair(a.seed, tenant, subject)
 	for i := h & a.mask; ; i = (i + 1) & a.mask {
 		s := &a.slots[i]
 		if s.tenant == "" {
 			return nil
 		}
-		if s.hash == h && strhash.Equal(s.tenant, tenant) && strhash.Equal(s.subject, subject) {
+		if s.hash == h && s.tenant == tenant && s.subject == subject {
 			return s
 		}
 	}

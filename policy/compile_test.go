@@ -399,14 +399,22 @@ func TestAuthorizedPrincipalAgreesWithTheAllowlists(t *testing.T) {
 		tn.Principals = []policy.PrincipalPolicy{{Kind: "user", Subject: fmt.Sprintf("u%d", i%17)}, {Kind: "service", Subject: "shared"}}
 		p.Tenants = append(p.Tenants, tn)
 	}
+	// Names past eight bytes take the table's other path, and "abcd"
+	// reads as the same word as "abcdabcd" on the short one.
+	for _, names := range [][2]string{{"a-tenant-of-some-length", "alice"}, {"abcdabcd", "a-subject-of-some-length"}, {"abcd", "abcdabcd"}} {
+		tn := base
+		tn.ID = names[0]
+		tn.Principals = []policy.PrincipalPolicy{{Kind: "user", Subject: names[1]}}
+		p.Tenants = append(p.Tenants, tn)
+	}
 	c := policy.MustCompile(p)
-	subjects := []string{"", "nobody", "shared", "u3", "u16", "alice", "bob"}
+	subjects := []string{"", "nobody", "shared", "u3", "u16", "alice", "bob", "abcd", "a-subject-of-some-lengtH"}
 	for _, tp := range p.Tenants {
 		for _, pr := range tp.Principals {
 			subjects = append(subjects, pr.Subject)
 		}
 	}
-	tenants := []string{"", "unknown", "ACME"}
+	tenants := []string{"", "unknown", "ACME", "abcdabcdabcd", "a-tenant-of-some-lengtH"}
 	for _, tp := range p.Tenants {
 		tenants = append(tenants, tp.ID)
 	}

@@ -65,20 +65,18 @@ func le64(s string) uint64 { return binary.LittleEndian.Uint64([]byte(s)) }
 // bytes each, the common case, cost two multiplications.
 func Pair(seed uint64, a, b string) uint64 {
 	if len(a) <= 8 && len(b) <= 8 {
-		return mix(k3^uint64(len(a))<<32^uint64(len(b)), mix(short(a)^k1, short(b)^seed^k2))
+		return PairWords(seed, Short(a), Short(b), len(a), len(b))
 	}
 	return String(String(seed, a), b)
 }
 
-// Equal is a == b. Strings of at most eight bytes are compared as the
-// words short reads, without a call into the runtime; the length check
-// first makes that exact.
-func Equal(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if len(a) <= 8 {
-		return short(a) == short(b)
-	}
-	return a == b
+// Short is the word that Pair reads a string of at most eight
+// bytes as: with the length, it determines the string. Of a longer
+// string it is some word that a caller must not compare.
+func Short(s string) uint64 { return short(s) }
+
+// PairWords is Pair of two strings of at most eight bytes, given as their
+// Short words and lengths, for a caller that compares the words too.
+func PairWords(seed, a, b uint64, lenA, lenB int) uint64 {
+	return mix(k3^uint64(lenA)<<32^uint64(lenB), mix(a^k1, b^seed^k2))
 }

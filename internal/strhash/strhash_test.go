@@ -124,13 +124,20 @@ func BenchmarkPair(b *testing.B) {
 	}
 }
 
-func TestEqualIsStringEquality(t *testing.T) {
-	words := []string{"", "a", "b", "ab", "ba", "abc", "acb", "abcd", "abce", "abcde", "abdde", "acme", "acme1",
-		"abcdefgh", "abcdefgi", "bbcdefgh", "abcdefghi", "abcdefghj", strings.Repeat("z", 40), strings.Repeat("z", 39) + "y"}
+// TestShortWithTheLengthIsTheString: for strings of at most eight bytes
+// the length and the Short word decide equality (the allowlist compares
+// nothing else), and PairWords over them is Pair.
+func TestShortWithTheLengthIsTheString(t *testing.T) {
+	same := func(a, b string) bool { return len(a) == len(b) && Short(a) == Short(b) }
+	words := []string{"", "a", "b", "ab", "ba", "abc", "acb", "cba", "abcd", "abce", "abcde", "abdde", "acme", "acme1",
+		"abcdefgh", "abcdefgi", "bbcdefgh", "abcdabcd", "aaaaaaaa"}
 	for _, a := range words {
 		for _, b := range words {
-			if Equal(a, b) != (a == b) {
-				t.Fatalf("Equal(%q, %q) = %v", a, b, !(a == b))
+			if same(a, b) != (a == b) {
+				t.Fatalf("%q and %q: same %v", a, b, !(a == b))
+			}
+			if Pair(3, a, b) != PairWords(3, Short(a), Short(b), len(a), len(b)) {
+				t.Fatalf("PairWords of (%q, %q) is not Pair", a, b)
 			}
 		}
 	}
@@ -140,8 +147,8 @@ func TestEqualIsStringEquality(t *testing.T) {
 		for i := 0; i < n; i++ {
 			b := []byte(base)
 			b[i] = 'r'
-			if Equal(base, string(b)) {
-				t.Fatalf("Equal(%q, %q)", base, b)
+			if same(base, string(b)) {
+				t.Fatalf("%q and %q read alike", base, b)
 			}
 		}
 	}
