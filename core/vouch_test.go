@@ -207,6 +207,14 @@ func TestVouchedIdentities(t *testing.T) {
 			if err != fc.want.err() {
 				t.Errorf("%v: got %v", fc.want.err(), err)
 			}
+			// At exactly the bound the field passes step 2, and the
+			// unheld identity gets step 5's answer.
+			atBound := strings.Repeat("x", fc.n-1)
+			fc.set(&near, atBound)
+			fc.set(&req.Revision.RevisionIdentity, atBound)
+			if _, err := f.ctl.WithPolicySource(src).AdmitAt(req, at(0)); err != errRevisionMissing.err() {
+				t.Errorf("%v at the bound: got %v, want %v", fc.want.err(), err, errRevisionMissing.err())
+			}
 		}
 	})
 	t.Run("a principal that is not allowed is step 3's answer", func(t *testing.T) {
