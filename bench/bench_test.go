@@ -134,16 +134,7 @@ func BenchmarkParallel(b *testing.B) {
 					var goroutine, valid, rejected atomic.Int64
 					b.ReportAllocs()
 					b.RunParallel(func(pb *testing.PB) {
-						g := goroutine.Add(1)
-						ok := e.valid
-						ok.ActivationID = "p" + strconv.FormatInt(g, 10)
-						capacity := e.other
-						capacity.ActivationID = "over-" + strconv.FormatInt(g, 10)
-						unauthorized := e.valid
-						unauthorized.Principal.Subject = "mallory"
-						forged := e.valid
-						forged.Revision.Revision = "rev-forged"
-						flood := [...]*core.AdmissionRequest{&capacity, &unauthorized, &forged}
+						ok, flood := e.floodRequests(goroutine.Add(1))
 						var n, mine, refused int64
 						for pb.Next() {
 							n++
@@ -155,7 +146,7 @@ func BenchmarkParallel(b *testing.B) {
 								refused++
 								continue
 							}
-							if err := im.cycle(&ok); err != nil {
+							if err := im.cycle(ok); err != nil {
 								b.Error(err)
 								return
 							}
@@ -173,6 +164,67 @@ func BenchmarkParallel(b *testing.B) {
 				})
 			}
 		})
+	}
+}
+
+// floodRequests are goroutine g's requests in the parallel workloads:
+// its valid one, then the flood's three kinds (a tenant at its limit, an
+// unauthorized subject, a forged revision).
+func (e *env) floodRequests(g int64) (valid *core.AdmissionRequest, flood [3]*core.AdmissionRequest) {
+	ok := e.valid
+	ok.ActivationID = "p" + strconv.FormatInt(g, 10)
+	capacity := e.other
+	capacity.ActivationID = "over-" + strconv.FormatInt(g, 10)
+	unauthorized := e.valid
+	unauthorized.Principal.Subject = "mallory"
+	forged := e.valid
+	forged.Revision.Revision = "rev-forged"
+	return &ok, [3]*core.AdmissionRequest{&capacity, &unauthorized, &forged}
+}
+
+// BenchmarkFloodByKind is the ledger's flood workload with every call
+// timed on its own, so that it shows what each kind costs when the cores
+// share the ledger (docs/scaling.md, "What a flood costs"). Each figure
+// includes the two clock reads that time it, about 50 ns here; compare
+// them across -cpu, not with BenchmarkReject.
+func BenchmarkFloodByKind(b *testing.B) {
+	e := newEnv(b, 4, 0.2)
+	defer e.fillOther(b, 4)()
+	im := e.impls[0]
+	kinds := [...]string{"capacity", "unauthorized", "forged", "cycle"}
+	var goroutine atomic.Int64
+	var total, count [len(kinds)]atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		ok, flood := e.floodRequests(goroutine.Add(1))
+		var spent, calls [len(kinds)]int64
+		for n := int64(1); pb.Next(); n++ {
+			start := time.Now()
+			if n%10 != 0 {
+				k := n % 3
+				if _, err := im.admit(flood[k]); err == nil {
+					b.Error("a flood request was admitted")
+					return
+				}
+				spent[k] += int64(time.Since(start))
+				calls[k]++
+				continue
+			}
+			if err := im.cycle(ok); err != nil {
+				b.Error(err)
+				return
+			}
+			spent[3] += int64(time.Since(start))
+			calls[3]++
+		}
+		for i := range kinds {
+			total[i].Add(spent[i])
+			count[i].Add(calls[i])
+		}
+	})
+	for i, kind := range kinds {
+		if c := count[i].Load(); c > 0 {
+			b.ReportMetric(float64(total[i].Load())/float64(c), "ns/"+kind)
+		}
 	}
 }
 
