@@ -102,7 +102,7 @@ func TestWallOnlySampleReplacesTheDerivedReading(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := decision{derived: true} // a derived reading at the base, from before the sample
-		if err := ctl.checkLoad(request("x"), &d); err != nil {
+		if err := ctl.checkLoad(&d); err != nil {
 			t.Fatalf("wall only %v: %v", wallOnly, err)
 		}
 		if replaced := !d.derived; replaced != wallOnly {
@@ -156,7 +156,7 @@ func TestDerivedSampleAge(t *testing.T) {
 	if got := ctl.sinceFirst(&d); got < 2*time.Millisecond {
 		t.Fatalf("%v since the first reading, want at least 2ms", got)
 	}
-	if err := ctl.checkLoad(request("x"), &d); err != nil {
+	if err := ctl.checkLoad(&d); err != nil {
 		t.Fatalf("a sample observed after the reading: %v", err)
 	}
 	if !d.derived || d.sample == nil {

@@ -86,7 +86,7 @@ func (c *AdmissionController) checkAt(req *AdmissionRequest, d *decision) *rejec
 	if err := c.checkCallerDeadline(req, d); err != nil {
 		return err
 	}
-	if err := c.checkLoad(req, d); err != nil {
+	if err := c.checkLoad(d); err != nil {
 		return err
 	}
 	return c.preCheck(req, d)
@@ -410,7 +410,7 @@ func (c *AdmissionController) checkCallerDeadline(req *AdmissionRequest, d *deci
 
 // checkLoad is step 12: the sample must be usable, then CPU, then memory
 // pressure must be below its threshold.
-func (c *AdmissionController) checkLoad(req *AdmissionRequest, d *decision) *rejection {
+func (c *AdmissionController) checkLoad(d *decision) *rejection {
 	sample, ok := c.currentLoad()
 	ok = ok && sample != nil
 	if ok && d.derived && !deadline.HasMonotonic(sample.ObservedAt) {
