@@ -272,6 +272,12 @@ type notASample struct{ s LoadSample }
 
 func (n *notASample) CurrentLoad() (*LoadSample, bool) { return &n.s, true }
 
+// nilSample is a load source that breaks its contract: it reports a
+// sample and hands back nil.
+type nilSample struct{}
+
+func (nilSample) CurrentLoad() (*LoadSample, bool) { return nil, true }
+
 type nilPolicySource struct {
 	m map[string]*policy.RevisionPolicy
 }
@@ -287,8 +293,10 @@ func TestTypedNilSourcesFailClosed(t *testing.T) {
 	var other *notASample
 	var source *nilPolicySource
 	for name, ctl := range map[string]*AdmissionController{
-		"typed-nil *NodeLoadState": f.provider.Controller(ControllerConfig{Source: f.source, Load: state, Clock: f.clock}),
-		"typed-nil other source":   f.provider.Controller(ControllerConfig{Source: f.source, Load: other, Clock: f.clock}),
+		"typed-nil *NodeLoadState":   f.provider.Controller(ControllerConfig{Source: f.source, Load: state, Clock: f.clock}),
+		"typed-nil other source":     f.provider.Controller(ControllerConfig{Source: f.source, Load: other, Clock: f.clock}),
+		"a nil sample reported":      f.provider.Controller(ControllerConfig{Source: f.source, Load: nilSample{}, Clock: f.clock}),
+		"a nil sample, system clock": f.provider.Controller(ControllerConfig{Source: f.source, Load: nilSample{}}),
 	} {
 		_, err := ctl.AdmitAt(request("a"), at(0))
 		wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)

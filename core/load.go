@@ -183,12 +183,13 @@ func validPressure(f float64) bool {
 }
 
 // loadVerdict judges a sample of the given age at the first reading,
-// elapsed after it, against the overload policy: missing, future-dated
-// and stale samples are unavailable; then CPU, then memory pressure at or
-// above its threshold is overload. Ages are durations from the first
+// elapsed after it, against the overload policy (ok: there is a sample,
+// and s is not nil): missing, future-dated and stale samples are
+// unavailable; then CPU, then memory pressure at or above its threshold
+// is overload. Ages are durations from the first
 // reading, so the caller need not build a second time.Time.
 func loadVerdict(s *LoadSample, ok bool, age, elapsed time.Duration, o *policy.OverloadPolicy) *rejection {
-	if !ok || s == nil {
+	if !ok {
 		return errLoadUnavailable
 	}
 	// The sample's age at first + elapsed is age + elapsed; elapsed is

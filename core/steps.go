@@ -412,7 +412,6 @@ func (c *AdmissionController) checkCallerDeadline(req *AdmissionRequest, d *deci
 // pressure must be below its threshold.
 func (c *AdmissionController) checkLoad(d *decision) *rejection {
 	sample, ok := c.currentLoad()
-	ok = ok && sample != nil
 	if ok && d.derived && !deadline.HasMonotonic(sample.ObservedAt) {
 		// A sample that carries only a wall-clock time is judged against
 		// the system's wall clock, not one derived from the controller's
@@ -462,11 +461,15 @@ func (c *AdmissionController) sinceFirst(d *decision) time.Duration {
 	return max(time.Since(c.base)-d.sinceBase, 0)
 }
 
+// currentLoad is the load source's sample; ok is false without a
+// source, or when the source has no usable sample, or hands back nil
+// with true (a source's bug, which fails closed).
 func (c *AdmissionController) currentLoad() (*LoadSample, bool) {
 	if c.load == nil {
 		return nil, false
 	}
-	return c.load.CurrentLoad()
+	s, ok := c.load.CurrentLoad()
+	return s, ok && s != nil
 }
 
 // preCheck binds the effective deadline and runs the lock-free capacity
@@ -509,7 +512,6 @@ func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionReq
 		return atomicledger.Ticket{}, errDeadlineExceeded
 	}
 	sample, ok := c.currentLoad()
-	ok = ok && sample != nil
 	var age time.Duration
 	if ok {
 		age = first.Sub(sample.ObservedAt)
