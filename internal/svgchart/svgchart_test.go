@@ -244,8 +244,8 @@ func TestTicks(t *testing.T) {
 		t.Errorf("logTicks = %v, want %v", got, want)
 	}
 	for v, want := range map[float64]string{0: "0", 950: "950", 1500: "1.5k", 23449999: "23.4M", 1e9: "1G", 0.25: "0.25"} {
-		if got := Compact(v); got != want {
-			t.Errorf("Compact(%v) = %q, want %q", v, got, want)
+		if got := compact(v); got != want {
+			t.Errorf("compact(%v) = %q, want %q", v, got, want)
 		}
 	}
 }
