@@ -4,11 +4,14 @@
 //
 // # Layout
 //
-//	edge/metrics   the Prometheus collector over a node's admission state
+//	edge/metrics      the Prometheus collector over a node's admission state
+//	edge/guest        the WebAssembly backend: WASI command modules on wazero
+//	edge/latentd      the node's HTTP API, admin endpoints and status page
+//	edge/browsertest  headless-browser checks of the HTML pages
 //
 // The load sampler needs only the standard library and lives in the main
-// module (node/loadsampler); latentd, with the Wasm runtime, will live
-// here.
+// module (node/loadsampler); the node's command is cmd/latentd, a module
+// of its own.
 //
 // # Dependency hygiene
 //

@@ -262,7 +262,7 @@ func fits(used, need, limit uint64) bool {
 func (tx Tx) CellBacklog(c policy.CellClass) uint64 { return tx.held().cell[c].live() }
 
 // Reserve commits r for key (fp, id). The caller has checked that
-// the key is absent and ShortfallLocked found room; every counter moves
+// the key is absent and Shortfall found room; every counter moves
 // only after all checks passed.
 func (tx Tx) Reserve(fp Fingerprint, id string, r Reservation) Ticket {
 	l := tx.held()
