@@ -144,7 +144,7 @@ func (c *Catalog) Delete(tenant, service string) (uint64, error) {
 // and every delete checked before anything is written; a deployment that
 // breaks a rule ([ErrInvalidDeployment]), a delete of a pair that is not
 // deployed ([ErrNotDeployed]), or a pair named twice ([ErrInvalidDeployment])
-// fails the whole call with a [strictjson.Problems] listing every problem
+// fails the whole call with a [latent.dev/admission/problems.List] listing every problem
 // by its path ("deploy[3].routes[0].route", "delete[1]"), and consumes no
 // generation. A result over the capacity ([ErrCapacityExceeded]) or a
 // failed store write (*[StoreError]) changes nothing that pins can see,

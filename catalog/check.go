@@ -11,7 +11,7 @@ import (
 // ValidateFile decodes and validates a catalog file as a store requires it
 // (capacity included) and, when p is not nil, also checks it against the
 // node policy p (see [checkNodePolicy]). The error, if any, is a
-// [strictjson.Problems] listing every problem with its JSON path.
+// [latent.dev/admission/problems.List] listing every problem with its JSON path.
 func ValidateFile(data []byte, p *policy.NodeAdmissionPolicy) (File, error) {
 	tree, parseProblems := strictjson.Parse(data)
 	if tree == nil {
@@ -42,22 +42,56 @@ func ValidateFile(data []byte, p *policy.NodeAdmissionPolicy) (File, error) {
 func checkNodePolicy(f File, p *policy.NodeAdmissionPolicy) strictjson.Problems {
 	c := &nodeCheck{p: p}
 	for i := range f.Deployments {
-		dep := &f.Deployments[i]
-		path := strictjson.Index("deployments", i)
-		c.name(path+".tenant", dep.Tenant)
-		c.name(path+".service", dep.Service)
-		for j := range dep.Routes {
-			rt := &dep.Routes[j]
-			rp := strictjson.Index(path+".routes", j)
-			c.name(rp+".route", rt.Name)
-			c.name(rp+".contract", rt.Contract)
-			c.name(rp+".function", rt.Function)
-			for k := range rt.Revisions {
-				c.revision(strictjson.Index(rp+".revisions", k)+".policy", &rt.Revisions[k].Policy)
+		c.deployment(strictjson.Index("deployments", i), &f.Deployments[i])
+	}
+	return c.problems
+}
+
+// ValidateDeployment decodes and validates one deployment, the body of a
+// deploy request (docs/catalog-format.md, one element of `deployments`),
+// and, when p is not nil, checks it against the node policy p as
+// [ValidateFile] does. The error, if any, is a [latent.dev/admission/problems.List] listing
+// every problem with its JSON path relative to the deployment: the
+// deployment itself is the empty path, its first route `routes[0]`.
+// Whether the catalog has room for it is the catalog's to say when it is
+// deployed ([ErrCapacityExceeded]).
+func ValidateDeployment(data []byte, p *policy.NodeAdmissionPolicy) (Deployment, error) {
+	tree, parseProblems := strictjson.Parse(data)
+	if tree == nil {
+		return Deployment{}, parseProblems
+	}
+	d := strictjson.NewDecoder(parseProblems)
+	dep := decodeDeploymentValue(d, tree)
+	problems := d.Problems()
+	if p != nil {
+		c := &nodeCheck{p: p}
+		c.deployment("", &dep)
+		for _, np := range c.problems {
+			if !covered(np.Path, problems) {
+				problems = append(problems, np)
 			}
 		}
 	}
-	return c.problems
+	if len(problems) > 0 {
+		return Deployment{}, problems
+	}
+	return dep, nil
+}
+
+// deployment checks one deployment whose path is path.
+func (c *nodeCheck) deployment(path string, dep *Deployment) {
+	c.name(strictjson.JoinKey(path, "tenant"), dep.Tenant)
+	c.name(strictjson.JoinKey(path, "service"), dep.Service)
+	for j := range dep.Routes {
+		rt := &dep.Routes[j]
+		rp := strictjson.Index(strictjson.JoinKey(path, "routes"), j)
+		c.name(rp+".route", rt.Name)
+		c.name(rp+".contract", rt.Contract)
+		c.name(rp+".function", rt.Function)
+		for k := range rt.Revisions {
+			c.revision(strictjson.Index(rp+".revisions", k)+".policy", &rt.Revisions[k].Policy)
+		}
+	}
 }
 
 type nodeCheck struct {

@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"math"
 
-	"latent.dev/admission/internal/decoders"
 	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/policy"
 )
 
 // DecodeCatalogFile strictly decodes and validates a catalog file
-// (docs/catalog-format.md). The error, if any, is a [strictjson.Problems] listing every
+// (docs/catalog-format.md). The error, if any, is a [latent.dev/admission/problems.List] listing every
 // problem with its JSON path. A store's file requires capacity; a
 // scenario's may omit it, and then gets [GenerousCapacity].
 func DecodeCatalogFile(data []byte, requireCapacity bool) (File, error) {
@@ -186,11 +185,4 @@ func decodeCeiling(o *strictjson.Object) policy.Ceiling {
 	}
 	o.Done()
 	return c
-}
-
-func init() {
-	decoders.Catalog = func(d *strictjson.Decoder, v *strictjson.Value, requireCapacity bool) any {
-		return decodeCatalogValue(d, v, requireCapacity)
-	}
-	decoders.Deployment = func(d *strictjson.Decoder, v *strictjson.Value) any { return decodeDeploymentValue(d, v) }
 }

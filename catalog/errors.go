@@ -17,7 +17,7 @@ var (
 	ErrNotDeployed = errors.New("catalog: no such deployment")
 
 	// ErrInvalidDeployment is returned by [Catalog.Deploy] for a deployment
-	// that breaks a rule; the error also carries a strictjson.Problems with
+	// that breaks a rule; the error also carries a [latent.dev/admission/problems.List] with
 	// one path per problem.
 	ErrInvalidDeployment = errors.New("catalog: invalid deployment")
 

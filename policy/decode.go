@@ -4,7 +4,6 @@ import (
 	"math"
 	"strings"
 
-	"latent.dev/admission/internal/decoders"
 	"latent.dev/admission/internal/strictjson"
 )
 
@@ -13,7 +12,7 @@ import (
 const MaxPriority = 65535
 
 // DecodePolicy strictly decodes a policy file and validates it. The error,
-// if any, is a [strictjson.Problems] listing every problem with its JSON
+// if any, is a [latent.dev/admission/problems.List] listing every problem with its JSON
 // path. A structural problem (missing, unknown or mistyped key) hides the
 // rule violations reported under the same path, which would only repeat it.
 func DecodePolicy(data []byte) (*NodeAdmissionPolicy, error) {
@@ -161,8 +160,4 @@ func decodeLimits(o *strictjson.Object) Limits {
 	}
 	o.Done()
 	return l
-}
-
-func init() {
-	decoders.Policy = func(d *strictjson.Decoder, v *strictjson.Value) any { return decodePolicyValue(d, v) }
 }

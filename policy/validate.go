@@ -23,7 +23,7 @@ const (
 )
 
 // Validate checks every rule of docs/policy-format.md and returns all violations as a
-// [strictjson.Problems], each with its JSON path, or nil.
+// [latent.dev/admission/problems.List], each with its JSON path, or nil.
 func (p *NodeAdmissionPolicy) Validate() error { return p.validate(brokenInputs{}) }
 
 // brokenInputs names parts of a decoded file that had structural problems:

@@ -5,7 +5,6 @@ import (
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
-	"latent.dev/admission/internal/decoders"
 	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/policy"
 )
@@ -68,17 +67,20 @@ func Decode(data []byte) (*Scenario, error) {
 	root := d.Object(tree)
 	s.Name = root.String("name")
 	s.Epoch = time.UnixMilli(root.Int64("epoch_unix_ms"))
+	// The policy, the catalog and each deployed deployment are decoded by
+	// their packages' own public decoders, their problems placed under
+	// their paths in the scenario.
 	if v, ok := root.Get("policy"); ok {
-		before := len(d.Problems())
-		s.Policy = decoders.Policy(d, v).(*policy.NodeAdmissionPolicy)
-		if len(d.Problems()) == before {
-			for _, p := range strictjson.AsProblems(s.Policy.Validate()) {
-				d.Problemf(strictjson.Within("policy", p.Path), "%s", p.Message)
-			}
+		var err error
+		if s.Policy, err = policy.DecodePolicy(strictjson.Encode(v)); err != nil {
+			d.Reported(v, err)
 		}
 	}
 	if v, ok := root.Get("catalog"); ok {
-		s.Catalog = decoders.Catalog(d, v, false).(catalog.File)
+		var err error
+		if s.Catalog, err = catalog.DecodeCatalogFile(strictjson.Encode(v), false); err != nil {
+			d.Reported(v, err)
+		}
 	}
 	var last time.Duration
 	for _, sv := range root.Array("steps") {
@@ -138,7 +140,10 @@ func decodeStep(d *strictjson.Decoder, v *strictjson.Value, last time.Duration) 
 		}
 	case "deploy":
 		if dv, ok := o.Get("deployment"); ok {
-			st.Deployment = decoders.Deployment(d, dv).(catalog.Deployment)
+			var err error
+			if st.Deployment, err = catalog.ValidateDeployment(strictjson.Encode(dv), nil); err != nil {
+				d.Reported(dv, err)
+			}
 		}
 	case "delete":
 		st.Tenant = o.String("tenant")

@@ -1,50 +1,21 @@
 package strictjson
 
 import (
-	"errors"
 	"strconv"
-	"strings"
+
+	"latent.dev/admission/problems"
 )
 
-// Problem is one thing wrong with a document, at one JSON path.
-type Problem struct {
-	Path    string
-	Message string
-}
+// Problem is one thing wrong with a document, at one JSON path: the
+// public [problems.Problem], so that the decoders' errors are a type an
+// embedder can name.
+type Problem = problems.Problem
 
-// String renders the problem as one line, `path: message`, with every
-// unprintable character escaped (see [Printable]).
-func (p Problem) String() string {
-	if p.Path == "" {
-		return Printable(p.Message)
-	}
-	return Printable(p.Path) + ": " + Printable(p.Message)
-}
+// Problems is every problem found in a document: [problems.List].
+type Problems = problems.List
 
-// Problems is every problem found in a document, in the order found. It is
-// an error whose text has one line per problem.
-type Problems []Problem
-
-func (ps Problems) Error() string {
-	lines := make([]string, len(ps))
-	for i, p := range ps {
-		lines[i] = p.String()
-	}
-	return strings.Join(lines, "\n")
-}
-
-// AsProblems returns the problems an error carries: the list itself for a
-// Problems error, otherwise one problem without a path.
-func AsProblems(err error) Problems {
-	if err == nil {
-		return nil
-	}
-	var ps Problems
-	if errors.As(err, &ps) {
-		return ps
-	}
-	return Problems{{Message: err.Error()}}
-}
+// AsProblems returns the problems an error carries; see [problems.Of].
+func AsProblems(err error) Problems { return problems.Of(err) }
 
 // tooMany ends a list that reached MaxProblems.
 var tooMany = Problem{Message: "too many problems: only the first " + strconv.Itoa(MaxProblems) + " are listed"}
