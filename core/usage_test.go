@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strings"
 	"testing"
 
 	"latent.dev/admission/policy"
@@ -77,4 +78,34 @@ func TestUsageNamesEveryScopeWithItsLimits(t *testing.T) {
 
 func scopeOf(name string, s QuotaSnapshot) ScopeUsage {
 	return ScopeUsage{Name: name, Live: s.Live, Queued: s.Queued, CPUFuel: s.CPUFuel, MemoryBytes: s.MemoryBytes, Limits: s.Limits}
+}
+
+// Held names every scope a reservation holds, and nothing once it came
+// back.
+func TestUsageHeldNamesEveryHoldingScope(t *testing.T) {
+	f := newFixture(t, nil)
+	if held := f.provider.Usage().Held(); len(held) != 0 {
+		t.Fatalf("an empty ledger holds %q", held)
+	}
+	p, err := f.ctl.AdmitAt(request("held-1"), at(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := strings.Join(f.provider.Usage().Held(), "\n")
+	for _, want := range []string{"node: live=1 queued=1", "\ntenant ", "\ntrust class ", "\nqueue class ", "queued=1\ncell class ", "live=1"} {
+		if !strings.Contains(held, want) {
+			t.Errorf("held after an admission lacks %q:\n%s", want, held)
+		}
+	}
+	exec, err := p.StartExecution()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held := strings.Join(f.provider.Usage().Held(), "\n"); strings.Contains(held, "queue class") || !strings.Contains(held, "queued=0") {
+		t.Errorf("a started reservation holds no queued slot:\n%s", held)
+	}
+	exec.Release()
+	if held := f.provider.Usage().Held(); len(held) != 0 {
+		t.Errorf("after the release the ledger holds %q", held)
+	}
 }

@@ -261,37 +261,10 @@ func since(now, earlier core.Metrics) core.Metrics {
 	return d
 }
 
-// ledgerProblems lists every scope whose counters are not back to zero.
+// ledgerProblems lists every scope whose counters are not back to zero,
+// and a live table that still holds entries.
 func ledgerProblems(p *core.LocalQuotaProvider) []string {
-	var out []string
-	zero := func(name string, q core.QuotaSnapshot) {
-		if q.Live != 0 || q.Queued != 0 || q.CPUFuel != 0 || q.MemoryBytes != 0 {
-			out = append(out, fmt.Sprintf("%s: live=%d queued=%d fuel=%d memory=%d", name, q.Live, q.Queued, q.CPUFuel, q.MemoryBytes))
-		}
-	}
-	zero("node", p.NodeSnapshot())
-	c := p.Policy()
-	for i := 0; i < c.NumTenants(); i++ {
-		name := c.Tenant(policy.TenantID(i)).Name
-		q, _ := p.TenantSnapshot(name)
-		zero("tenant "+name, q)
-	}
-	for i := 0; i < c.NumTrustClasses(); i++ {
-		name := c.TrustClass(policy.TrustClassID(i)).Name
-		q, _ := p.TrustClassSnapshot(name)
-		zero("trust class "+name, q)
-	}
-	for i := 0; i < c.NumQueueClasses(); i++ {
-		name := c.QueueClass(policy.QueueClassID(i)).Name
-		if q, _, _ := p.QueueClassSnapshot(name); q != 0 {
-			out = append(out, fmt.Sprintf("queue class %s: queued=%d", name, q))
-		}
-	}
-	for cl := policy.CellClass(0); cl < policy.NumCellClasses; cl++ {
-		if live, ok := p.CellClassSnapshot(cl); ok && live != 0 {
-			out = append(out, fmt.Sprintf("cell class %s: live=%d", cl, live))
-		}
-	}
+	out := p.Usage().Held()
 	if n := p.LiveReservations(); n != 0 {
 		out = append(out, fmt.Sprintf("live table: %d entries", n))
 	}

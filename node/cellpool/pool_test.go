@@ -334,8 +334,8 @@ func TestDegradedClassStopsAdmissionUntilPoolAgrees(t *testing.T) {
 	if err := admit(short); err != nil {
 		t.Fatalf("after replenishing: %v", err)
 	}
-	if got := nodetest.ReadLedger(n.Provider); got.Node.Live != 0 || got.Live != 0 {
-		t.Fatalf("ledger not empty: %+v", got)
+	if held := n.Provider.Usage().Held(); len(held) != 0 || n.Provider.LiveReservations() != 0 {
+		t.Fatalf("ledger not empty: %q, live table %d", held, n.Provider.LiveReservations())
 	}
 }
 

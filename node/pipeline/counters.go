@@ -5,75 +5,37 @@ import (
 	"reflect"
 
 	"latent.dev/admission/core"
+	"latent.dev/admission/node/cellpool"
 	"latent.dev/admission/policy"
 )
 
 // Counters is every counter a reservation or a cell moves: the ledger's
-// node, tenant, trust-class, queue-class and cell-class scopes, the
-// scheduler's queues and executions, and the pool's cells. After all
+// scopes (one consistent [core.Usage]), its live table, the scheduler's
+// waiting and executing activations, and the pool's cells. After all
 // activations have ended, each must be exactly what it was before they
 // started (a quarantine aside, which moves the pool's usable cells).
 type Counters struct {
-	Node             core.QuotaSnapshot
-	Tenants          []ScopeCounters
-	TrustClasses     []ScopeCounters
-	QueueClasses     []QueueCounters
-	CellClasses      [policy.NumCellClasses]CellCounters
+	Ledger           core.Usage
 	LiveReservations int
-	Executing        int
+	// Waiting is each queue class's waiting activations in the
+	// scheduler, in policy order (the ledger's queued slots are in
+	// Ledger.QueueClasses).
+	Waiting   []int
+	Executing int
+	Cells     [policy.NumCellClasses]cellpool.ClassStats
 }
 
-// ScopeCounters is one named ledger scope.
-type ScopeCounters struct {
-	Name  string
-	Quota core.QuotaSnapshot
-}
-
-// QueueCounters is one queue class: the ledger's queued reservations and
-// the scheduler's waiting activations.
-type QueueCounters struct {
-	Name     string
-	Reserved uint64
-	Waiting  int
-}
-
-// CellCounters is one cell class: the ledger's live backlog and the
-// pool's cells.
-type CellCounters struct {
-	Backlog     uint64
-	Configured  uint64
-	Usable      uint64
-	Free        uint64
-	Leased      uint64
-	Quarantined uint64
-}
-
-// Counters reads every counter. The reads are not one atomic snapshot;
-// compare them only when the pipeline is quiet.
+// Counters reads every counter. The ledger's scopes are one consistent
+// view; the rest are read one by one, so compare them only when the
+// pipeline is quiet.
 func (p *Pipeline) Counters() Counters {
 	pr := p.provider
-	c := pr.Policy()
-	out := Counters{Node: pr.NodeSnapshot(), LiveReservations: pr.LiveReservations(), Executing: p.scheduler.Executing()}
-	for i := range c.NumTenants() {
-		name := c.Tenant(policy.TenantID(i)).Name
-		s, _ := pr.TenantSnapshot(name)
-		out.Tenants = append(out.Tenants, ScopeCounters{Name: name, Quota: s})
-	}
-	for i := range c.NumTrustClasses() {
-		name := c.TrustClass(policy.TrustClassID(i)).Name
-		s, _ := pr.TrustClassSnapshot(name)
-		out.TrustClasses = append(out.TrustClasses, ScopeCounters{Name: name, Quota: s})
-	}
-	for i := range c.NumQueueClasses() {
-		name := c.QueueClass(policy.QueueClassID(i)).Name
-		q, _, _ := pr.QueueClassSnapshot(name)
-		out.QueueClasses = append(out.QueueClasses, QueueCounters{Name: name, Reserved: q, Waiting: p.scheduler.Queued(name)})
+	out := Counters{Ledger: pr.Usage(), LiveReservations: pr.LiveReservations(), Executing: p.scheduler.Executing()}
+	for _, q := range out.Ledger.QueueClasses {
+		out.Waiting = append(out.Waiting, p.scheduler.Queued(q.Name))
 	}
 	for class := range policy.NumCellClasses {
-		backlog, _ := pr.CellClassSnapshot(policy.CellClass(class))
-		s := p.pool.Stats(policy.CellClass(class))
-		out.CellClasses[class] = CellCounters{Backlog: backlog, Configured: s.Configured, Usable: s.Usable, Free: s.Free,
-			Leased: s.Leased, Quarantined: s.Quarantined}
+		out.Cells[class] = p.pool.Stats(policy.CellClass(class))
 	}
 	return out
 }
@@ -89,44 +51,35 @@ func (c Counters) Diff(o Counters) []string {
 			d = append(d, fmt.Sprintf("%s: %+v != %+v", name, a, b))
 		}
 	}
-	add("node", c.Node, o.Node)
-	add("tenants", c.Tenants, o.Tenants)
-	add("trust classes", c.TrustClasses, o.TrustClasses)
-	add("queue classes", c.QueueClasses, o.QueueClasses)
-	for class := range policy.NumCellClasses {
-		add("cell class "+policy.CellClass(class).String(), c.CellClasses[class], o.CellClasses[class])
-	}
+	add("node", c.Ledger.Node, o.Ledger.Node)
+	add("tenants", c.Ledger.Tenants, o.Ledger.Tenants)
+	add("trust classes", c.Ledger.TrustClasses, o.Ledger.TrustClasses)
+	add("queue classes", c.Ledger.QueueClasses, o.Ledger.QueueClasses)
+	add("cell classes", c.Ledger.CellClasses, o.Ledger.CellClasses)
 	add("live reservations", c.LiveReservations, o.LiveReservations)
+	add("waiting", c.Waiting, o.Waiting)
 	add("executing", c.Executing, o.Executing)
+	for class := range policy.NumCellClasses {
+		add("cells of "+policy.CellClass(class).String(), c.Cells[class], o.Cells[class])
+	}
 	return d
 }
 
-// Residue names what is still held: any reservation in the ledger, any
-// waiting or executing activation, any leased cell. A drained pipeline
-// has none; quarantined cells are not residue (they are reported by the
-// pool and are the runner's intended answer to an uncertain cleanup).
+// Residue names what is still held: any reservation in the ledger
+// ([core.Usage.Held]), any waiting or executing activation, any leased
+// cell. A drained pipeline has none; quarantined cells are not residue
+// (they are reported by the pool and are the runner's intended answer to
+// an uncertain cleanup).
 func (c Counters) Residue() []string {
-	var r []string
-	held := func(name string, q core.QuotaSnapshot) {
-		if q.Live != 0 || q.Queued != 0 || q.CPUFuel != 0 || q.MemoryBytes != 0 {
-			r = append(r, fmt.Sprintf("%s holds %+v", name, q))
+	r := c.Ledger.Held()
+	for i, n := range c.Waiting {
+		if n != 0 {
+			r = append(r, fmt.Sprintf("queue class %s: %d waiting", c.Ledger.QueueClasses[i].Name, n))
 		}
 	}
-	held("node", c.Node)
-	for _, s := range c.Tenants {
-		held("tenant "+s.Name, s.Quota)
-	}
-	for _, s := range c.TrustClasses {
-		held("trust class "+s.Name, s.Quota)
-	}
-	for _, q := range c.QueueClasses {
-		if q.Reserved != 0 || q.Waiting != 0 {
-			r = append(r, fmt.Sprintf("queue class %s: reserved %d, waiting %d", q.Name, q.Reserved, q.Waiting))
-		}
-	}
-	for class, cc := range c.CellClasses {
-		if cc.Backlog != 0 || cc.Leased != 0 {
-			r = append(r, fmt.Sprintf("cell class %s: backlog %d, leased %d", policy.CellClass(class), cc.Backlog, cc.Leased))
+	for class, cc := range c.Cells {
+		if cc.Leased != 0 {
+			r = append(r, fmt.Sprintf("cell class %s: %d leased", policy.CellClass(class), cc.Leased))
 		}
 	}
 	if c.LiveReservations != 0 {

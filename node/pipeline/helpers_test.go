@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"latent.dev/admission/node/cellpool"
 	"latent.dev/admission/node/internal/nodetest"
 	"latent.dev/admission/node/pipeline"
 	"latent.dev/admission/node/runner"
@@ -63,9 +64,7 @@ func (r *rig) settled(t *testing.T) {
 // ledgerOnly is c with the pool's cells taken out, for comparing across a
 // quarantine.
 func ledgerOnly(c pipeline.Counters) pipeline.Counters {
-	for i := range c.CellClasses {
-		c.CellClasses[i] = pipeline.CellCounters{Backlog: c.CellClasses[i].Backlog}
-	}
+	c.Cells = [policy.NumCellClasses]cellpool.ClassStats{}
 	return c
 }
 

@@ -73,8 +73,8 @@ func TestTerminalOutcomes(t *testing.T) {
 			if !ledgerOnly(got).Equal(ledgerOnly(r.base)) {
 				t.Fatalf("ledger did not come back:\n%s", strings.Join(got.Diff(r.base), "\n"))
 			}
-			tiny := got.CellClasses[policy.Tiny]
-			if tiny.Quarantined != 1 || tiny.Usable != r.base.CellClasses[policy.Tiny].Usable-1 {
+			tiny := got.Cells[policy.Tiny]
+			if tiny.Quarantined != 1 || tiny.Usable != r.base.Cells[policy.Tiny].Usable-1 {
 				t.Fatalf("tiny cells %+v, want one quarantined", tiny)
 			}
 			if _, err := r.pipe.Pool().Replenish(policy.Tiny); err != nil {
@@ -162,8 +162,8 @@ func TestCancelledCallerDoesNotReleaseEarly(t *testing.T) {
 	if got := p.Counters(); !got.Equal(running) {
 		t.Fatalf("the reservation moved while the guest was still stopping:\n%s", strings.Join(got.Diff(running), "\n"))
 	}
-	if running.Node.Live != 1 || running.CellClasses[policy.Tiny].Leased != 1 {
-		t.Fatalf("while running: %+v", running.Node)
+	if running.Ledger.Node.Live != 1 || running.Cells[policy.Tiny].Leased != 1 {
+		t.Fatalf("while running: %+v", running.Ledger.Node)
 	}
 	close(b.stop)
 	nodetest.Eventually(t, 5*time.Second, "the execution to finish", func() bool { return p.Counters().Equal(base) })
@@ -191,8 +191,8 @@ func TestDroppedCallerLeavesExecutionRunning(t *testing.T) {
 	if _, err := a.Wait(waitCtx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v", err)
 	}
-	if c := r.pipe.Counters(); c.Node.Live != 1 || c.Executing != 1 {
-		t.Fatalf("reservation gone while the guest runs: %+v", c.Node)
+	if c := r.pipe.Counters(); c.Ledger.Node.Live != 1 || c.Executing != 1 {
+		t.Fatalf("reservation gone while the guest runs: %+v", c.Ledger.Node)
 	}
 	close(hold)
 	<-a.Done()

@@ -174,7 +174,7 @@ func repairLoop(t *testing.T, r *rig, stop <-chan struct{}) {
 	}
 	for {
 		changed := r.pipe.Pool().Changed()
-		if r.pipe.Counters().CellClasses[0].Quarantined > 0 {
+		if r.pipe.Counters().Cells[0].Quarantined > 0 {
 			publish()
 			r.pipe.ReplenishAll()
 			publish()

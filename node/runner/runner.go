@@ -54,11 +54,11 @@ type Config struct {
 type Runner struct {
 	backends map[string]Backend
 	clock    deadline.Clock
-	// released and isolated count finished activations by outcome, one
+	// released and quarantined count finished activations by outcome, one
 	// array per disposition of the cell: each activation is counted once,
 	// in exactly one cell of the two, so every count only grows.
-	released [numOutcomes]*xsync.Counter
-	isolated [numOutcomes]*xsync.Counter
+	released    [numOutcomes]*xsync.Counter
+	quarantined [numOutcomes]*xsync.Counter
 }
 
 // New builds a runner.
@@ -72,7 +72,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	for i := range numOutcomes {
 		r.released[i] = xsync.NewCounter()
-		r.isolated[i] = xsync.NewCounter()
+		r.quarantined[i] = xsync.NewCounter()
 	}
 	return r, nil
 }
@@ -93,10 +93,10 @@ type Stats struct {
 func (r *Runner) Stats() Stats {
 	s := Stats{Outcomes: map[Outcome]int64{}}
 	for i := range numOutcomes {
-		released, isolated := r.released[i].Value(), r.isolated[i].Value()
+		released, quarantined := r.released[i].Value(), r.quarantined[i].Value()
 		s.Released += released
-		s.Quarantined += isolated
-		if v := released + isolated; v != 0 {
+		s.Quarantined += quarantined
+		if v := released + quarantined; v != 0 {
 			s.Outcomes[i] = v
 		}
 	}
@@ -117,7 +117,7 @@ func (r *Runner) Count(o Outcome, d Disposition) int64 {
 	case Released:
 		return r.released[o].Value()
 	case Quarantined:
-		return r.isolated[o].Value()
+		return r.quarantined[o].Value()
 	}
 	return 0
 }
@@ -167,7 +167,7 @@ func (r *Runner) dispose(lease *cellpool.Lease, clean bool, rep *Report) {
 	} else {
 		lease.Quarantine()
 		rep.Disposition = Quarantined
-		r.isolated[rep.Outcome].Inc()
+		r.quarantined[rep.Outcome].Inc()
 	}
 }
 

@@ -37,13 +37,13 @@ func started(t *testing.T, n *nodetest.Node, pool *cellpool.FixedCellPool, a nod
 	return exec, lease
 }
 
-func setup(t *testing.T) (*nodetest.Node, *cellpool.FixedCellPool, nodetest.Ledger) {
+func setup(t *testing.T) (*nodetest.Node, *cellpool.FixedCellPool, core.Usage) {
 	n := nodetest.New(t, nil)
 	pool, err := cellpool.New(cellpool.ConfigFromPolicy(n.Provider.Policy()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n, pool, nodetest.ReadLedger(n.Provider)
+	return n, pool, n.Provider.Usage()
 }
 
 func run(t *testing.T, r *runner.Runner, exec *core.ExecutionPermit, lease *cellpool.Lease) (runner.Report, error) {
@@ -85,7 +85,7 @@ func TestAccountingStartsFromThePermit(t *testing.T) {
 	if exec.Live() || lease.Held() {
 		t.Fatal("permit or lease outlived Run")
 	}
-	if got := nodetest.ReadLedger(n.Provider); !reflect.DeepEqual(got, base) {
+	if got := n.Provider.Usage(); !reflect.DeepEqual(got, base) {
 		t.Fatalf("ledger %+v, want %+v", got, base)
 	}
 }
@@ -115,7 +115,7 @@ func TestObligationsAreEnforced(t *testing.T) {
 			if b.Runs() != 0 {
 				t.Fatal("the guest ran")
 			}
-			if got := nodetest.ReadLedger(n.Provider); !reflect.DeepEqual(got, base) {
+			if got := n.Provider.Usage(); !reflect.DeepEqual(got, base) {
 				t.Fatalf("ledger %+v", got)
 			}
 			if s := pool.Stats(tt.cell); s.Free != s.Configured {
@@ -144,7 +144,7 @@ func TestPanickingResetQuarantines(t *testing.T) {
 	if s := pool.Stats(policy.Tiny); s.Quarantined != 1 {
 		t.Fatalf("pool %+v", s)
 	}
-	if got := nodetest.ReadLedger(n.Provider); !reflect.DeepEqual(got, base) {
+	if got := n.Provider.Usage(); !reflect.DeepEqual(got, base) {
 		t.Fatalf("ledger %+v", got)
 	}
 	if s := r.Stats(); s.Quarantined != 1 || s.Outcomes[runner.Succeeded] != 1 {

@@ -32,7 +32,7 @@ type rig struct {
 
 // state is what must come back exactly: the ledger and the pool.
 type state struct {
-	ledger nodetest.Ledger
+	ledger core.Usage
 	pool   [policy.NumCellClasses]cellpool.ClassStats
 }
 
@@ -54,7 +54,7 @@ func newRig(t *testing.T, mutate func(*policy.NodeAdmissionPolicy), opts schedul
 }
 
 func (r *rig) state() state {
-	st := state{ledger: nodetest.ReadLedger(r.node.Provider)}
+	st := state{ledger: r.node.Provider.Usage()}
 	for class := range policy.NumCellClasses {
 		st.pool[class] = r.pool.Stats(policy.CellClass(class))
 	}

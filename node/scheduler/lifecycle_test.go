@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -113,7 +114,7 @@ func TestQueueOverflow(t *testing.T) {
 	a, b := newJob("a", nil), newJob("b", nil)
 	r.submit(t, context.Background(), nodetest.Ask{}, a)
 	r.submit(t, context.Background(), nodetest.Ask{}, b)
-	before := nodetest.ReadLedger(r.node.Provider)
+	before := r.node.Provider.Usage()
 	p := r.node.Admit(t, nodetest.Ask{})
 	if err := r.sched.Submit(context.Background(), p, newJob("c", nil)); !errors.Is(err, scheduler.ErrQueueFull) {
 		t.Fatalf("got %v, want ErrQueueFull", err)
@@ -121,7 +122,7 @@ func TestQueueOverflow(t *testing.T) {
 	if p.Live() {
 		t.Fatal("overflowing permit still live")
 	}
-	if got := nodetest.ReadLedger(r.node.Provider); got.Node != before.Node {
+	if got := r.node.Provider.Usage(); got.Node != before.Node {
 		t.Fatalf("overflow left a reservation: %+v vs %+v", got.Node, before.Node)
 	}
 	release()
@@ -266,13 +267,13 @@ func TestRunningActivationKeepsItsReservation(t *testing.T) {
 	}
 	r.submit(t, ctx, nodetest.Ask{}, j)
 	j.waitStarted(t)
-	running := nodetest.ReadLedger(r.node.Provider)
+	running := r.node.Provider.Usage()
 	if running.Node.Live != 1 || running.Node.Queued != 0 {
 		t.Fatalf("while running: %+v, want live 1 queued 0", running.Node)
 	}
 	cancel()
 	<-sawCancel
-	if got := nodetest.ReadLedger(r.node.Provider); got.Node != running.Node || got.CellClasses != running.CellClasses {
+	if got := r.node.Provider.Usage(); !reflect.DeepEqual(got, running) {
 		t.Fatalf("cancellation released the reservation early: %+v", got.Node)
 	}
 	close(proceed)
@@ -290,7 +291,7 @@ func TestLeaseLeftHeldIsQuarantined(t *testing.T) {
 	r.submit(t, context.Background(), nodetest.Ask{}, j)
 	<-j.ended
 	nodetest.Eventually(t, 5*time.Second, "the backstop", func() bool { return r.sched.Executing() == 0 })
-	if got := nodetest.ReadLedger(r.node.Provider); got.Node != r.base.ledger.Node || got.Live != 0 {
+	if got := r.node.Provider.Usage(); got.Node != r.base.ledger.Node || r.node.Provider.LiveReservations() != 0 {
 		t.Fatalf("reservation not returned: %+v", got.Node)
 	}
 	if s := r.pool.Stats(policy.Tiny); s.Quarantined != 1 || s.Leased != 0 {

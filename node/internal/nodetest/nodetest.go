@@ -198,38 +198,6 @@ func (n *Node) Admit(t testing.TB, a Ask) *core.AdmissionPermit {
 	return p
 }
 
-// Ledger is every ledger counter the provider reports.
-type Ledger struct {
-	Node         core.QuotaSnapshot
-	Tenants      []core.QuotaSnapshot
-	TrustClasses []core.QuotaSnapshot
-	QueueClasses []uint64
-	CellClasses  [policy.NumCellClasses]uint64
-	Live         int
-}
-
-// ReadLedger reads every counter of the provider's ledger.
-func ReadLedger(pr *core.LocalQuotaProvider) Ledger {
-	c := pr.Policy()
-	l := Ledger{Node: pr.NodeSnapshot(), Live: pr.LiveReservations()}
-	for i := range c.NumTenants() {
-		s, _ := pr.TenantSnapshot(c.Tenant(policy.TenantID(i)).Name)
-		l.Tenants = append(l.Tenants, s)
-	}
-	for i := range c.NumTrustClasses() {
-		s, _ := pr.TrustClassSnapshot(c.TrustClass(policy.TrustClassID(i)).Name)
-		l.TrustClasses = append(l.TrustClasses, s)
-	}
-	for i := range c.NumQueueClasses() {
-		q, _, _ := pr.QueueClassSnapshot(c.QueueClass(policy.QueueClassID(i)).Name)
-		l.QueueClasses = append(l.QueueClasses, q)
-	}
-	for class := range policy.NumCellClasses {
-		l.CellClasses[class], _ = pr.CellClassSnapshot(policy.CellClass(class))
-	}
-	return l
-}
-
 // Eventually polls cond every millisecond until it holds or the timeout
 // passes, then fails the test with what.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
