@@ -7,6 +7,7 @@
 //	admissionctl validate catalog FILE [--policy FILE]
 //	admissionctl replay [--check] FILE...
 //	admissionctl load [-proc DIR] [-cgroup DIR]
+//	admissionctl node push|deploy|undeploy|usage|snapshot [flags] ARGS (a running latentd)
 //
 // A FILE of "-" is standard input. An input longer than 8 MiB
 // (strictjson.MaxDocumentBytes) is refused without being read further;
@@ -18,9 +19,10 @@
 // Exit status:
 //
 //	0  everything is valid, or every check passed
-//	1  a file has problems, or a replay check failed
+//	1  a file has problems, a replay check failed, or the node refused
 //	2  misuse: unknown command, kind or flag, wrong arguments
-//	3  an input could not be read, or exceeds the size limit
+//	3  an input could not be read or exceeds the size limit, or the node
+//	   could not be reached
 package main
 
 import (
