@@ -123,8 +123,10 @@ type verb struct {
 }
 
 var verbs = map[string]verb{
-	"push":     {args: 1, usage: "FILE.wasm", run: runPush},
-	"deploy":   {args: 1, usage: "FILE", run: runDeploy, flags: func(fs *flag.FlagSet, o *options) { fs.StringVar(&o.artifacts, "artifacts", "", "push the artifacts FILE names from DIR/sha256/<hex>.wasm first") }},
+	"push": {args: 1, usage: "FILE.wasm", run: runPush},
+	"deploy": {args: 1, usage: "FILE", run: runDeploy, flags: func(fs *flag.FlagSet, o *options) {
+		fs.StringVar(&o.artifacts, "artifacts", "", "push the artifacts FILE names from DIR/sha256/<hex>.wasm first")
+	}},
 	"undeploy": {args: 1, usage: "TENANT/SERVICE", run: runUndeploy},
 	"usage":    {args: 1, usage: "TENANT", run: runUsage},
 	"snapshot": {args: 0, usage: "", run: runSnapshot},
