@@ -201,6 +201,7 @@ func TestRewritesKeepGarbageBelowTheLiveSet(t *testing.T) {
 		} else {
 			mustDeploy(t, c, weighted("acme", key, uint64(1+i%3), 1))
 		}
+		waitForCompaction(c)
 		info, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
