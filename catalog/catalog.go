@@ -240,14 +240,23 @@ func (c *Catalog) commitLocked(cur *Pin, changes []change, generation uint64) er
 		return fmt.Errorf("%w: the catalog would hold %d revisions in %d policy bytes; capacity is %d revisions in %d policy bytes",
 			ErrCapacityExceeded, next.usage.Revisions, next.usage.PolicyBytes, c.capacity.MaxRevisions, c.capacity.MaxPolicyBytes)
 	}
+	issued := c.issued
 	c.issued = generation
+	var comp *compaction
 	if c.store != nil {
-		if err := c.store.commitLocked(c.capacity, next, changes, c.issued); err != nil {
+		var err error
+		if comp, err = c.store.commitLocked(c.capacity, next, changes, c.issued); err != nil {
+			if isEncodeFailure(err) {
+				c.issued = issued // nothing was written: the generation is not spent
+			}
 			return err
 		}
 		c.persisted = c.issued
 	}
 	c.current.Store(next)
+	if comp != nil {
+		go c.compact(comp)
+	}
 	return nil
 }
 

@@ -214,3 +214,16 @@ type failSyncDirFS struct {
 
 func (f failSyncDirFS) wrap(file storeFile) storeFile { return file }
 func (f failSyncDirFS) SyncDir(string) error          { return f.err }
+
+// waitForCompaction waits until no compaction of c's store is in flight.
+func waitForCompaction(c *Catalog) {
+	for {
+		c.mu.Lock()
+		comp := c.store.compaction
+		c.mu.Unlock()
+		if comp == nil {
+			return
+		}
+		<-comp.done
+	}
+}

@@ -46,6 +46,39 @@ type store struct {
 	live int64
 	// header is the length of the file's magic and header record.
 	header int64
+	// compaction is the rewrite running outside the lock, if any; only
+	// its goroutine clears it.
+	compaction *compaction
+}
+
+// compaction is a rewrite of the store that runs in its own goroutine, so
+// that writers never wait for a time that grows with the catalog: it
+// writes a snapshot of the view it started from to a temporary file
+// without the catalog's mutex, then, under it, appends the transactions
+// committed in the meantime, fsyncs, renames the file over the store and
+// fsyncs the directory. Only that last step holds writers up, and it costs
+// what they appended meanwhile.
+type compaction struct {
+	capacity Capacity
+	snapshot *Pin
+	issued   uint64
+	done     chan struct{} // closed when the goroutine has finished
+
+	// The fields below are guarded by the owning Catalog's mu.
+
+	// abandoned is set when the store file it would replace was dropped
+	// or rewritten meanwhile; the goroutine then discards its work.
+	abandoned bool
+	// pending is the transactions appended since snapshot, in order.
+	pending []pendingTransaction
+}
+
+// pendingTransaction is a transaction appended during a compaction, kept
+// to be sealed again after the compaction's snapshot.
+type pendingTransaction struct {
+	records            []byte
+	count              int
+	generation, issued uint64
 }
 
 // fileSystem is the seam between the store and the operating system, so
@@ -59,12 +92,18 @@ type fileSystem interface {
 	Rename(from, to string) error
 	SyncDir(dir string) error
 	Remove(name string) error
+	// ReadFile is no longer used by the store, which streams its file
+	// through OpenRead; it stays for the seams that tests build on.
 	ReadFile(name string) ([]byte, error)
 	Exists(name string) (bool, error)
 	Glob(pattern string) ([]string, error)
 	// Lock takes the exclusive lock of a store directory without waiting,
 	// or fails with ErrStoreInUse; closing the result releases it.
 	Lock(dir string) (io.Closer, error)
+	// OpenRead opens an existing file for reading from its start.
+	OpenRead(name string) (io.ReadCloser, error)
+	// Size is the length of an existing file in bytes.
+	Size(name string) (int64, error)
 }
 
 type storeFile interface {
@@ -87,6 +126,17 @@ func (osFS) Remove(name string) error                { return os.Remove(name) }
 func (osFS) ReadFile(name string) ([]byte, error)    { return os.ReadFile(name) }
 func (osFS) Glob(pattern string) ([]string, error)   { return filepath.Glob(pattern) }
 func (osFS) Lock(dir string) (io.Closer, error)      { return lockDir(dir) }
+func (osFS) OpenRead(name string) (io.ReadCloser, error) {
+	return os.Open(name)
+}
+
+func (osFS) Size(name string) (int64, error) {
+	info, err := os.Stat(name)
+	if err != nil {
+		return 0, err
+	}
+	return info.Size(), nil
+}
 
 func (osFS) SyncDir(dir string) error {
 	d, err := os.Open(dir)
@@ -123,8 +173,8 @@ func Create(dir string, capacity Capacity) (*Catalog, error) {
 
 func create(fsys fileSystem, dir string, capacity Capacity) (*Catalog, error) {
 	path := filepath.Join(dir, StoreFileName)
-	if err := fsys.MkdirAll(dir); err != nil {
-		return nil, &StoreError{File: dir, Record: -1, Op: "create directory", Cause: err}
+	if err := makeDirectory(fsys, dir); err != nil {
+		return nil, err
 	}
 	lock, err := lockStore(fsys, dir, "create")
 	if err != nil {
@@ -193,14 +243,28 @@ func open(fsys fileSystem, dir string) (*Catalog, error) {
 // tail and migrates an earlier format.
 func readLocked(fsys fileSystem, dir string, lock io.Closer) (*Catalog, error) {
 	s := newStore(fsys, dir, lock)
-	data, err := fsys.ReadFile(s.path)
+	size, err := fsys.Size(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &StoreError{File: s.path, Record: -1, Op: "open", Reason: ErrStoreMissing, Cause: err}
 	}
 	if err != nil {
 		return nil, &StoreError{File: s.path, Record: -1, Op: "read", Cause: err}
 	}
-	dec, ferr := decodeStore(data)
+	if size > maxStoreBytes {
+		return nil, &StoreError{File: s.path, Record: -1, Op: "open", Reason: ErrMalformed, Detail: "larger than the maximum store size"}
+	}
+	r, err := fsys.OpenRead(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &StoreError{File: s.path, Record: -1, Op: "open", Reason: ErrStoreMissing, Cause: err}
+	}
+	if err != nil {
+		return nil, &StoreError{File: s.path, Record: -1, Op: "read", Cause: err}
+	}
+	dec, ferr, err := readStore(r, size)
+	_ = r.Close()
+	if err != nil {
+		return nil, &StoreError{File: s.path, Record: -1, Op: "read", Cause: err}
+	}
 	if ferr != nil {
 		return nil, &StoreError{File: s.path, Record: ferr.record, Op: "open", Reason: ferr.reason, Detail: ferr.detail}
 	}
@@ -215,7 +279,7 @@ func readLocked(fsys fileSystem, dir string, lock io.Closer) (*Catalog, error) {
 			}
 			return nil, err
 		}
-	} else if err := s.adoptLocked(dec, int64(len(data)), live); err != nil {
+	} else if err := s.adoptLocked(dec, size, live); err != nil {
 		return nil, err
 	}
 	c := newCatalog(dec.capacity, s, dec.pin)
@@ -224,7 +288,13 @@ func readLocked(fsys fileSystem, dir string, lock io.Closer) (*Catalog, error) {
 }
 
 // adoptLocked opens the store file that dec was read from, size bytes
-// long, for appending, after cutting off its torn tail if it has one.
+// long, for appending, after cutting off its torn tail if it has one. It
+// makes the file, and its entry in the directory, durable before the
+// catalog serves anything from it: what was read may be only in the page
+// cache (a process killed between an append's write and its fsync, or
+// between a rewrite's rename and its directory fsync, leaves it so), and
+// a view served from there, then lost to a power loss, would let the next
+// process hand out its generation again for other content.
 func (s *store) adoptLocked(dec *decodedStore, size, live int64) error {
 	f, err := s.fs.OpenFile(s.path)
 	if err != nil {
@@ -235,13 +305,49 @@ func (s *store) adoptLocked(dec *decodedStore, size, live int64) error {
 			_ = f.Close()
 			return &StoreError{File: s.path, Record: -1, Op: "truncate torn tail", Cause: err}
 		}
-		if err := f.Sync(); err != nil {
-			_ = f.Close()
-			return &StoreError{File: s.path, Record: -1, Op: "fsync", Cause: err}
-		}
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return &StoreError{File: s.path, Record: -1, Op: "fsync", Cause: err}
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		_ = f.Close()
+		return &StoreError{File: s.dir, Record: -1, Op: "fsync directory", Cause: err}
 	}
 	s.file, s.end, s.chain, s.live = f, int64(dec.end), dec.chain, live
 	s.header = int64(len(storeMagic) + frameBytes + len(headerPayload(dec.capacity)))
+	return nil
+}
+
+// makeDirectory creates dir and any parent of it that is missing, and
+// fsyncs the parent of each directory it created, so that once a store
+// file in dir is durable so is the path to it: a power loss cannot take
+// an acknowledged store away by losing a directory entry above it.
+func makeDirectory(fsys fileSystem, dir string) error {
+	var created []string
+	for d := filepath.Clean(dir); ; {
+		exists, err := fsys.Exists(d)
+		if err != nil {
+			return &StoreError{File: d, Record: -1, Op: "create directory", Cause: err}
+		}
+		parent := filepath.Dir(d)
+		if exists || parent == d {
+			break
+		}
+		created = append(created, d)
+		d = parent
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
+		return &StoreError{File: dir, Record: -1, Op: "create directory", Cause: err}
+	}
+	// Deepest first: each fsync makes durable an entry in a directory
+	// whose own entry the next one makes durable.
+	for _, d := range created {
+		parent := filepath.Dir(d)
+		if err := fsys.SyncDir(parent); err != nil {
+			return &StoreError{File: parent, Record: -1, Op: "fsync directory", Cause: err}
+		}
+	}
 	return nil
 }
 
@@ -282,15 +388,24 @@ func removeTemporaryFiles(fsys fileSystem, dir string) {
 // in-memory catalog only stops its changes.
 func (c *Catalog) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return nil
 	}
 	c.closed = true
 	s := c.store
 	if s == nil {
+		c.mu.Unlock()
 		return nil
 	}
+	// A compaction in flight sees closed and discards its work; it needs
+	// the mutex to finish, and must finish before the lock is released.
+	if comp := s.compaction; comp != nil {
+		c.mu.Unlock()
+		<-comp.done
+		c.mu.Lock()
+	}
+	defer c.mu.Unlock()
 	var err error
 	if c.issued > c.persisted || s.file == nil {
 		if err = s.rewriteLocked(c.capacity, c.current.Load(), c.issued, s.live); err == nil {
@@ -329,8 +444,8 @@ func (c *Catalog) WriteStore(dir string) error {
 		return nil
 	}
 	fsys := osFS{}
-	if err := fsys.MkdirAll(dir); err != nil {
-		return &StoreError{File: dir, Record: -1, Op: "create directory", Cause: err}
+	if err := makeDirectory(fsys, dir); err != nil {
+		return err
 	}
 	lock, err := lockStore(fsys, dir, "write")
 	if err != nil {
@@ -359,7 +474,7 @@ func sameDirectory(a, b string) bool {
 func writeSnapshot(fsys fileSystem, dir string, capacity Capacity, pin *Pin, issued uint64) error {
 	data, _, err := encodeSnapshot(capacity, pin, issued)
 	if err != nil {
-		return &StoreError{File: dir, Record: -1, Op: "encode", Cause: err}
+		return encodeFailure(dir, err)
 	}
 	f, err := replaceStoreFile(fsys, dir, data)
 	if err != nil {
@@ -407,16 +522,34 @@ func replaceStoreFile(fsys fileSystem, dir string, data []byte) (storeFile, erro
 	return f, nil
 }
 
+// encodeFailure is the error for a view or change that the store format
+// cannot hold. It is never worth retrying: the same change fails the same
+// way. It happens before anything is written.
+func encodeFailure(file string, err error) error {
+	reason := ErrInvalidDeployment
+	if errors.Is(err, errStoreTooLarge) {
+		reason = ErrCapacityExceeded
+	}
+	return &StoreError{File: file, Record: -1, Op: "encode", Reason: reason, Cause: err}
+}
+
+// isEncodeFailure reports whether err is an encodeFailure.
+func isEncodeFailure(err error) bool {
+	var se *StoreError
+	return errors.As(err, &se) && se.Op == "encode"
+}
+
 // rewriteLocked replaces the store file with a compact one holding pin,
 // whose deployments' records take live bytes, and issued, and appends to
 // it from then on. After a failure the store has no file to append to, so
-// the next write rewrites again.
+// the next write rewrites again; a failure to encode writes nothing and
+// keeps the file.
 func (s *store) rewriteLocked(capacity Capacity, pin *Pin, issued uint64, live int64) error {
-	s.dropFileLocked()
 	data, chain, err := encodeSnapshot(capacity, pin, issued)
 	if err != nil {
-		return &StoreError{File: s.path, Record: -1, Op: "encode", Cause: err}
+		return encodeFailure(s.path, err)
 	}
+	s.dropFileLocked()
 	f, err := replaceStoreFile(s.fs, s.dir, data)
 	if err != nil {
 		return err
@@ -428,24 +561,31 @@ func (s *store) rewriteLocked(capacity Capacity, pin *Pin, issued uint64, live i
 
 // dropFileLocked closes the file the store appends to, if any: after a
 // failed write its content past the last commit is unknown, so the next
-// write rewrites the store instead of appending to it.
+// write rewrites the store instead of appending to it. A compaction in
+// flight would replace a file the store no longer trusts, or one a
+// rewrite has replaced already, so it is abandoned.
 func (s *store) dropFileLocked() {
 	if s.file != nil {
 		_ = s.file.Close()
 		s.file = nil
 	}
+	if s.compaction != nil {
+		s.compaction.abandoned = true
+	}
 }
 
 // commitLocked persists next, the view after changes at next.generation,
 // with issued: one transaction appended to the store file and one fsync.
-// When that would leave more garbage (bytes of replaced and deleted
-// deployments and of old commits) than live data, and at least
-// rewriteFloor of it, or when an earlier write failed, it rewrites the
-// store from next instead. Each rewrite costs the live data once and
-// follows at least that much appended garbage, so a change costs, on
-// average, a constant multiple of what it writes, whatever the catalog's
-// size.
-func (s *store) commitLocked(capacity Capacity, next *Pin, changes []change, issued uint64) error {
+// When an earlier write failed, or the append would take the file past
+// maxStoreBytes, it rewrites the store from next instead. When the append
+// leaves more garbage (bytes of replaced and deleted deployments and of
+// old commits) than live data, and at least rewriteFloor of it, it returns
+// a compaction for the caller to start once next is published. Each
+// compaction costs the live data once and follows at least that much
+// appended garbage, so a change costs, on average, a constant multiple of
+// what it writes, whatever the catalog's size; and it runs outside the
+// lock, so no change waits for it.
+func (s *store) commitLocked(capacity Capacity, next *Pin, changes []change, issued uint64) (*compaction, error) {
 	live := s.live
 	for i := range changes {
 		if old := changes[i].old; old != nil {
@@ -455,25 +595,96 @@ func (s *store) commitLocked(capacity Capacity, next *Pin, changes []change, iss
 			live += deploymentBytes(dep)
 		}
 	}
-	if s.file != nil {
-		tx, chain, err := encodeTransaction(changes, next.generation, issued, s.chain)
-		if err != nil {
-			return &StoreError{File: s.path, Record: -1, Op: "encode", Cause: err}
-		}
-		garbage := s.end + int64(len(tx)) - (s.header + live + commitBytes)
-		if garbage <= max(live, s.rewriteFloor) {
-			if _, err := s.file.WriteAt(tx, s.end); err != nil {
-				s.dropFileLocked()
-				return &StoreError{File: s.path, Record: -1, Op: "write", Cause: err}
-			}
-			if err := s.file.Sync(); err != nil {
-				s.dropFileLocked()
-				return &StoreError{File: s.path, Record: -1, Op: "fsync", Cause: err}
-			}
-			s.end += int64(len(tx))
-			s.chain, s.live = chain, live
-			return nil
+	records, count, err := encodeChanges(changes)
+	if err != nil {
+		return nil, encodeFailure(s.path, err)
+	}
+	tx, chain := sealTransaction(records, count, next.generation, issued, s.chain)
+	if s.file == nil || s.end+int64(len(tx)) > maxStoreBytes {
+		return nil, s.rewriteLocked(capacity, next, issued, live)
+	}
+	if _, err := s.file.WriteAt(tx, s.end); err != nil {
+		s.dropFileLocked()
+		return nil, &StoreError{File: s.path, Record: -1, Op: "write", Cause: err}
+	}
+	if err := s.file.Sync(); err != nil {
+		s.dropFileLocked()
+		return nil, &StoreError{File: s.path, Record: -1, Op: "fsync", Cause: err}
+	}
+	s.end += int64(len(tx))
+	s.chain, s.live = chain, live
+	if comp := s.compaction; comp != nil {
+		comp.pending = append(comp.pending, pendingTransaction{records: records, count: count, generation: next.generation, issued: issued})
+		return nil, nil
+	}
+	garbage := s.end - (s.header + live + commitBytes)
+	if garbage <= max(live, s.rewriteFloor) {
+		return nil, nil
+	}
+	s.compaction = &compaction{capacity: capacity, snapshot: next, issued: issued, done: make(chan struct{})}
+	return s.compaction, nil
+}
+
+// compact runs comp, a compaction of c's store (see compaction), to the
+// end: it writes the snapshot without c.mu, then takes c.mu to catch up
+// and swap the files. If the catalog closed, the store dropped its file,
+// or any step before the rename failed, it removes its temporary file and
+// the store goes on appending to the file it has; the next change that
+// leaves too much garbage starts another. A failure after the rename
+// leaves the store with no file to append to, as a failed rewrite does,
+// so the next change rewrites it whole.
+func (c *Catalog) compact(comp *compaction) {
+	defer close(comp.done)
+	s := c.store
+	data, chain, err := encodeSnapshot(comp.capacity, comp.snapshot, comp.issued)
+	var f storeFile
+	if err == nil {
+		f, err = s.fs.CreateTemp(s.dir, tempPattern)
+	}
+	if err == nil {
+		if _, err = f.WriteAt(data, 0); err == nil {
+			err = f.Sync()
 		}
 	}
-	return s.rewriteLocked(capacity, next, issued, live)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.compaction = nil
+	discard := func() {
+		if f != nil {
+			_ = f.Close()
+			_ = s.fs.Remove(f.Name())
+		}
+	}
+	if err != nil || comp.abandoned || c.closed {
+		discard()
+		return
+	}
+	end := int64(len(data))
+	var tail []byte
+	for _, tx := range comp.pending {
+		var sealed []byte
+		sealed, chain = sealTransaction(tx.records, tx.count, tx.generation, tx.issued, chain)
+		tail = append(tail, sealed...)
+	}
+	if len(tail) > 0 {
+		if _, err := f.WriteAt(tail, end); err != nil {
+			discard()
+			return
+		}
+		if err := f.Sync(); err != nil {
+			discard()
+			return
+		}
+		end += int64(len(tail))
+	}
+	if err := s.fs.Rename(f.Name(), s.path); err != nil {
+		discard()
+		return
+	}
+	s.dropFileLocked()
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		_ = f.Close()
+		return
+	}
+	s.file, s.end, s.chain = f, end, chain
 }

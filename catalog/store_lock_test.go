@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -427,17 +428,16 @@ func TestGenerationsAreNeverReusedAcrossRestarts(t *testing.T) {
 func rewriteRecord(t *testing.T, data []byte, index int, payload []byte) []byte {
 	t.Helper()
 	w := &recordWriter{buf: []byte(storeMagic)}
-	at := len(storeMagic)
-	for i := 0; at < len(data); i++ {
-		f, next, torn, ferr := readFrame(data, at, i)
-		if ferr != nil || torn {
-			t.Fatalf("record %d: %+v", i, ferr)
+	lr := &logReader{r: bufio.NewReader(bytes.NewReader(data[len(storeMagic):])), at: int64(len(storeMagic)), size: int64(len(data))}
+	for i := 0; lr.at < lr.size; i++ {
+		f, torn, ferr, err := lr.readFrame(i)
+		if err != nil || ferr != nil || torn {
+			t.Fatalf("record %d: %+v %v", i, ferr, err)
 		}
 		if i == index {
 			f.payload = payload
 		}
 		w.record(f.kind, f.payload)
-		at = next
 	}
 	return reseal(w.buf)
 }

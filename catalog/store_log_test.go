@@ -15,6 +15,7 @@ import (
 type commitPoint struct {
 	end  int
 	view view
+	pin  *Pin
 }
 
 type logHistory struct {
@@ -52,7 +53,7 @@ func logWithHistory(t testing.TB) *logHistory {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h.commits = append(h.commits, commitPoint{end: int(info.Size()), view: snapshotView(t, c.Pin())})
+		h.commits = append(h.commits, commitPoint{end: int(info.Size()), view: snapshotView(t, c.Pin()), pin: c.Pin()})
 	}
 	record()
 	for _, d := range f.Deployments {
@@ -87,24 +88,25 @@ func logWithHistory(t testing.TB) *logHistory {
 }
 
 // TestATornTailOfZerosIsDropped is the other shape of an interrupted
-// append: the file grew, but from some byte of the last transaction on its
-// data never reached the disk and reads as zeros.
+// append: the file grew, but from some byte of the transaction on its data
+// never reached the disk and reads as zeros. Every such image of every
+// transaction after the snapshot opens at the commit before it, however
+// few bytes the zeros are: an append that ends 1 to 31 bytes past a
+// sector boundary, and loses that sector, is no damage.
 func TestATornTailOfZerosIsDropped(t *testing.T) {
 	log := logWithHistory(t)
-	last := len(log.commits) - 1
-	start, end := log.commits[last-1].end, log.commits[last].end
-	for n := start; n < end; n++ {
-		data := bytes.Clone(log.data)
-		clear(data[n:])
-		// Data that ends in zeros only from the last record's checksum on
-		// is torn; zeros that start inside a record's body with a
-		// well-formed checksum after them are damage.
-		c, err := openBytes(t, append(data, make([]byte, 100)...))
-		if err != nil {
-			t.Fatalf("the last transaction zeroed from byte %d of %d..%d: %v", n, start, end, err)
-		}
-		if got := snapshotView(t, c.Pin()); !equalViews(got, log.commits[last-1].view) {
-			t.Fatalf("zeroed from byte %d: opened at generation %d, want %d", n, got.Generation, log.commits[last-1].view.Generation)
+	for tx := 1; tx < len(log.commits); tx++ {
+		start, end := log.commits[tx-1].end, log.commits[tx].end
+		for n := start; n < end; n++ {
+			data := bytes.Clone(log.data[:end])
+			clear(data[n:])
+			c, err := openBytes(t, data)
+			if err != nil {
+				t.Fatalf("transaction %d zeroed from byte %d of %d..%d: %v", tx, n, start, end, err)
+			}
+			if got := viewKey(c.Capacity(), c.Pin()); got != viewKey(c.Capacity(), log.commits[tx-1].pin) {
+				t.Fatalf("transaction %d zeroed from byte %d: opened at generation %d, want %d", tx, n, c.Generation(), log.commits[tx-1].view.Generation)
+			}
 		}
 	}
 }
@@ -201,6 +203,7 @@ func TestRewritesKeepGarbageBelowTheLiveSet(t *testing.T) {
 		} else {
 			mustDeploy(t, c, weighted("acme", key, uint64(1+i%3), 1))
 		}
+		waitForCompaction(c)
 		info, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)

@@ -154,10 +154,15 @@ type bytesFS struct {
 }
 
 func (b bytesFS) ReadFile(string) ([]byte, error) { return bytes.Clone(*b.data), nil }
-func (b bytesFS) Exists(string) (bool, error)     { return true, nil }
-func (b bytesFS) Glob(string) ([]string, error)   { return nil, nil }
-func (b bytesFS) Remove(string) error             { return nil }
-func (b bytesFS) Lock(string) (io.Closer, error)  { return nopLock{}, nil }
+func (b bytesFS) OpenRead(string) (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(bytes.Clone(*b.data))), nil
+}
+func (b bytesFS) Size(string) (int64, error)     { return int64(len(*b.data)), nil }
+func (b bytesFS) SyncDir(string) error           { return nil }
+func (b bytesFS) Exists(string) (bool, error)    { return true, nil }
+func (b bytesFS) Glob(string) ([]string, error)  { return nil, nil }
+func (b bytesFS) Remove(string) error            { return nil }
+func (b bytesFS) Lock(string) (io.Closer, error) { return nopLock{}, nil }
 func (b bytesFS) OpenFile(name string) (storeFile, error) {
 	return memFile{name: name, data: b.data}, nil
 }

@@ -1,11 +1,13 @@
 package catalog
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"io"
 	"slices"
 	"strings"
 )
@@ -47,6 +49,7 @@ const (
 
 var (
 	errRecordTooLarge = errors.New("catalog: a store record would exceed the record size limit")
+	errStoreTooLarge  = errors.New("catalog: the store would exceed the maximum store size")
 	castagnoli        = crc32.MakeTable(crc32.Castagnoli)
 )
 
@@ -172,6 +175,9 @@ func encodeSnapshot(capacity Capacity, pin *Pin, issued uint64) ([]byte, [sha256
 	if w.tooLarge {
 		return nil, chain, errRecordTooLarge
 	}
+	if len(w.buf) > maxStoreBytes {
+		return nil, chain, errStoreTooLarge
+	}
 	return w.buf, chain, nil
 }
 
@@ -179,6 +185,17 @@ func encodeSnapshot(capacity Capacity, pin *Pin, issued uint64) ([]byte, [sha256
 // store whose last commit has the chain digest prev, and returns it with
 // its own chain digest.
 func encodeTransaction(changes []change, generation, issued uint64, prev [sha256.Size]byte) ([]byte, [sha256.Size]byte, error) {
+	records, count, err := encodeChanges(changes)
+	if err != nil {
+		return nil, prev, err
+	}
+	tx, chain := sealTransaction(records, count, generation, issued, prev)
+	return tx, chain, nil
+}
+
+// encodeChanges encodes the records of changes, count of them, without
+// the commit that seals them into a transaction.
+func encodeChanges(changes []change) (records []byte, count int, err error) {
 	w := &recordWriter{}
 	for i := range changes {
 		if ch := &changes[i]; ch.dep != nil {
@@ -187,12 +204,21 @@ func encodeTransaction(changes []change, generation, issued uint64, prev [sha256
 			w.record(recordDelete, deletePayload(ch.key))
 		}
 	}
-	chain := chainNext(prev, w.buf)
-	w.record(recordCommit, commitPayload(generation, issued, w.records, chain))
 	if w.tooLarge {
-		return nil, chain, errRecordTooLarge
+		return nil, 0, errRecordTooLarge
 	}
-	return w.buf, chain, nil
+	return w.buf, w.records, nil
+}
+
+// sealTransaction returns records, count of them, followed by the commit
+// at generation with issued that chains them to prev, and the new chain
+// digest. The same records sealed after another commit make the same
+// change in another file.
+func sealTransaction(records []byte, count int, generation, issued uint64, prev [sha256.Size]byte) ([]byte, [sha256.Size]byte) {
+	chain := chainNext(prev, records)
+	w := &recordWriter{buf: slices.Clip(records)}
+	w.record(recordCommit, commitPayload(generation, issued, count, chain))
+	return w.buf, chain
 }
 
 func compareUint64(a, b uint64) int {
@@ -205,10 +231,12 @@ func compareUint64(a, b uint64) int {
 	return 0
 }
 
-// frame is one checksummed record of a store file.
+// frame is one checksummed record of a store file: raw is all of its
+// bytes, payload the part of them after the frame header.
 type frame struct {
 	kind    byte
 	payload []byte
+	raw     []byte
 }
 
 // formatError says what is wrong with store bytes; Open adds the file.
@@ -222,54 +250,110 @@ func formatFailure(record int, reason error, detail string) *formatError {
 	return &formatError{record: record, reason: reason, detail: detail}
 }
 
-// readFrame reads the record that starts at data[at:], record number
-// index of the file, and returns it with the offset after it. torn
+// maxStoreBytes is the largest store file Open reads; a larger one is
+// refused before any of it is read. A catalog never writes one: an append
+// that would pass it rewrites the store instead, and a snapshot that would
+// pass it fails.
+const maxStoreBytes = 1 << 30
+
+// logReader reads the records of a store file front to back.
+type logReader struct {
+	r    *bufio.Reader
+	at   int64 // offset of the next byte r returns
+	size int64 // of the whole file
+}
+
+// read fills p from the file; the file holds at least that much.
+func (lr *logReader) read(p []byte) error {
+	n, err := io.ReadFull(lr.r, p)
+	lr.at += int64(n)
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF // the file is shorter than its size
+	}
+	return err
+}
+
+// readFrame reads the next record, record number index of the file. torn
 // reports what an interrupted append leaves instead of a record: the file
 // ends inside it, or it fails to check and the file ends in zero bytes
 // that begin inside it (a file that grew before all of its data reached
-// the disk). Anything else that fails to check is damage, a
-// *formatError: a crash does not write bytes the writer never wrote.
-func readFrame(data []byte, at, index int) (f frame, next int, torn bool, ferr *formatError) {
-	rest := data[at:]
-	if len(rest) < frameHeaderBytes {
-		return frame{}, 0, true, nil
+// the disk; when they begin inside its checksum, the bytes of the
+// checksum before them must be right). Anything else that fails to check
+// is damage, a *formatError: a crash does not write bytes the writer never
+// wrote. err is a failure to read. A record that fails to check ends the
+// reading: only a run of zeros is read past it, and only as far as it
+// goes.
+func (lr *logReader) readFrame(index int) (f frame, torn bool, ferr *formatError, err error) {
+	if lr.size-lr.at < frameHeaderBytes {
+		return frame{}, true, nil, nil
 	}
-	if crc32.Checksum(rest[:5], castagnoli) != binary.BigEndian.Uint32(rest[5:]) {
-		if zeroedFrom(data, at, at+frameHeaderBytes) {
-			return frame{}, 0, true, nil
+	var header [frameHeaderBytes]byte
+	if err := lr.read(header[:]); err != nil {
+		return frame{}, false, nil, err
+	}
+	if crc32.Checksum(header[:5], castagnoli) != binary.BigEndian.Uint32(header[5:]) {
+		if torn, err := lr.zeroedFrom(header[:], nil); torn || err != nil {
+			return frame{}, torn, nil, err
 		}
-		return frame{}, 0, false, formatFailure(index, ErrChecksumMismatch, "record header")
+		return frame{}, false, formatFailure(index, ErrChecksumMismatch, "record header"), nil
 	}
-	length := binary.BigEndian.Uint32(rest[1:])
+	length := binary.BigEndian.Uint32(header[1:])
 	if length > maxRecordBytes {
-		return frame{}, 0, false, formatFailure(index, ErrMalformed, "record length over the limit")
+		return frame{}, false, formatFailure(index, ErrMalformed, "record length over the limit"), nil
 	}
 	bodyEnd := frameHeaderBytes + int(length)
-	if len(rest) < bodyEnd+sha256.Size {
-		return frame{}, 0, true, nil
+	if lr.size-lr.at < int64(bodyEnd-frameHeaderBytes+sha256.Size) {
+		return frame{}, true, nil, nil
+	}
+	raw := make([]byte, bodyEnd+sha256.Size)
+	copy(raw, header[:])
+	if err := lr.read(raw[frameHeaderBytes:]); err != nil {
+		return frame{}, false, nil, err
 	}
 	h := sha256.New()
-	h.Write(rest[:5])
-	h.Write(rest[frameHeaderBytes:bodyEnd])
+	h.Write(raw[:5])
+	h.Write(raw[frameHeaderBytes:bodyEnd])
 	var sum [sha256.Size]byte
-	if !bytes.Equal(h.Sum(sum[:0]), rest[bodyEnd:bodyEnd+sha256.Size]) {
-		if zeroedFrom(data, at, at+bodyEnd+sha256.Size) {
-			return frame{}, 0, true, nil
+	h.Sum(sum[:0])
+	if !bytes.Equal(sum[:], raw[bodyEnd:]) {
+		if torn, err := lr.zeroedFrom(raw, sum[:]); torn || err != nil {
+			return frame{}, torn, nil, err
 		}
-		return frame{}, 0, false, formatFailure(index, ErrChecksumMismatch, "")
+		return frame{}, false, formatFailure(index, ErrChecksumMismatch, ""), nil
 	}
-	return frame{kind: rest[0], payload: rest[frameHeaderBytes:bodyEnd]}, at + bodyEnd + sha256.Size, false, nil
+	return frame{kind: raw[0], payload: raw[frameHeaderBytes:bodyEnd], raw: raw}, false, nil, nil
 }
 
-// zeroedFrom reports whether data ends in a run of zero bytes that begins
-// inside [start, end), the span of a record that failed to check, and
-// either covers the whole record from start or is at least a checksum
-// long. A single damaged byte cannot make such a run: a committed store
-// ends in a SHA-256.
-func zeroedFrom(data []byte, start, end int) bool {
-	zeros := len(data)
-	for zeros > start && data[zeros-1] == 0 {
+// zeroedFrom reports whether the file ends in a run of zero bytes that
+// begins inside record, the bytes just read of a record that failed to
+// check. When sum, the record's true checksum, is given and the run
+// begins inside the record's checksum, the bytes before it must match sum:
+// then only bytes the writer had not yet written are missing. A single
+// damaged byte elsewhere cannot make such a run: a committed store ends
+// in a SHA-256, and every record in one. It reads the rest of the file
+// only while it holds zeros.
+func (lr *logReader) zeroedFrom(record, sum []byte) (bool, error) {
+	zeros := len(record)
+	for zeros > 0 && record[zeros-1] == 0 {
 		zeros--
 	}
-	return zeros < end && (zeros == start || len(data)-zeros >= sha256.Size)
+	if zeros == len(record) {
+		return false, nil
+	}
+	if sumAt := len(record) - sha256.Size; sum != nil && zeros > sumAt && !bytes.Equal(record[sumAt:zeros], sum[:zeros-sumAt]) {
+		return false, nil
+	}
+	buf := make([]byte, 32<<10)
+	for lr.at < lr.size {
+		n := int(min(int64(len(buf)), lr.size-lr.at))
+		if err := lr.read(buf[:n]); err != nil {
+			return false, err
+		}
+		for _, c := range buf[:n] {
+			if c != 0 {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }

@@ -1,8 +1,11 @@
 package catalog
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"io"
+	"strings"
 )
 
 // decodedStore is what a store file holds: the view at its last commit,
@@ -20,89 +23,137 @@ type decodedStore struct {
 }
 
 // decodeStore rebuilds a catalog view, and the highest generation the
-// catalog had handed out, from store bytes of any supported version. Every
-// deployment goes through the same compilation (and so the same
-// validation) as a Deploy; a store that fails any check yields no view at
-// all. A format 3 store may end in a torn tail, which is left out.
+// catalog had handed out, from store bytes of any supported version. It is
+// [readStore] over bytes held in memory.
 func decodeStore(data []byte) (*decodedStore, *formatError) {
-	if len(data) < len(storeMagic) {
-		if bytes.HasPrefix([]byte(storeMagic), data) || bytes.HasPrefix([]byte(legacyMagic), data) {
-			return nil, formatFailure(-1, ErrTruncated, "shorter than the file header")
-		}
-		return nil, formatFailure(-1, ErrMalformed, "not a catalog store")
+	dec, ferr, err := readStore(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		// A bytes.Reader fails only if it holds fewer bytes than size.
+		panic("catalog: reading store bytes from memory: " + err.Error())
 	}
-	switch string(data[:len(storeMagic)]) {
-	case storeMagic:
-		return decodeLog(data)
-	case legacyMagic:
-		return decodeLegacyStore(data)
-	}
-	return nil, formatFailure(-1, ErrMalformed, "not a catalog store")
+	return dec, ferr
 }
 
-func decodeLog(data []byte) (*decodedStore, *formatError) {
-	at := len(storeMagic)
-	header, at, torn, ferr := readFrame(data, at, 0)
+// readStore rebuilds a catalog view, and the highest generation the
+// catalog had handed out, from a store file of any supported version, size
+// bytes long, read from r once, front to back. Every deployment goes
+// through the same compilation (and so the same validation) as a Deploy;
+// a store that fails any check yields no view at all. A format 3 store
+// may end in a torn tail, which is left out. It stops at the first record
+// that fails to check (reading on only to see whether the file ends in
+// zeros there, a torn tail, and only while it does), and holds no more
+// than the view built so far and the records of one transaction. A
+// *formatError says what is wrong with the bytes; an error is a failure to
+// read them.
+func readStore(r io.Reader, size int64) (*decodedStore, *formatError, error) {
+	if size > maxStoreBytes {
+		return nil, formatFailure(-1, ErrMalformed, "larger than the maximum store size"), nil
+	}
+	lr := &logReader{r: bufio.NewReaderSize(io.LimitReader(r, size), 64<<10), size: size}
+	magic := make([]byte, min(size, int64(len(storeMagic))))
+	if err := lr.read(magic); err != nil {
+		return nil, nil, err
+	}
+	if len(magic) < len(storeMagic) {
+		if strings.HasPrefix(storeMagic, string(magic)) || strings.HasPrefix(legacyMagic, string(magic)) {
+			return nil, formatFailure(-1, ErrTruncated, "shorter than the file header"), nil
+		}
+		return nil, formatFailure(-1, ErrMalformed, "not a catalog store"), nil
+	}
+	switch string(magic) {
+	case storeMagic:
+		return decodeLog(lr)
+	case legacyMagic:
+		// A legacy store is one snapshot with one digest over the whole
+		// file, so it is read whole; the size limit bounds it.
+		data := make([]byte, size)
+		copy(data, magic)
+		if err := lr.read(data[len(magic):]); err != nil {
+			return nil, nil, err
+		}
+		dec, ferr := decodeLegacyStore(data)
+		return dec, ferr, nil
+	}
+	return nil, formatFailure(-1, ErrMalformed, "not a catalog store"), nil
+}
+
+func decodeLog(lr *logReader) (*decodedStore, *formatError, error) {
+	header, torn, ferr, err := lr.readFrame(0)
 	switch {
+	case err != nil:
+		return nil, nil, err
 	case ferr != nil:
-		return nil, ferr
+		return nil, ferr, nil
 	case torn:
-		return nil, formatFailure(0, ErrTruncated, "ends before the first commit")
+		return nil, formatFailure(0, ErrTruncated, "ends before the first commit"), nil
 	case header.kind != recordHeader:
-		return nil, formatFailure(0, ErrMalformed, "expected the header record")
+		return nil, formatFailure(0, ErrMalformed, "expected the header record"), nil
 	}
 	hr := &reader{b: header.payload}
 	version := hr.uvarint()
 	capacity := Capacity{MaxRevisions: hr.uvarint(), MaxPolicyBytes: hr.uvarint()}
 	if version != storeVersion {
-		return nil, formatFailure(0, ErrMalformed, "unsupported format version")
+		return nil, formatFailure(0, ErrMalformed, "unsupported format version"), nil
 	}
 	if hr.end() != nil {
-		return nil, formatFailure(0, ErrMalformed, "bad header record")
+		return nil, formatFailure(0, ErrMalformed, "bad header record"), nil
 	}
-	out := &decodedStore{capacity: capacity, version: version, chain: sha256.Sum256(data[:at])}
+	h := sha256.New()
+	h.Write([]byte(storeMagic))
+	h.Write(header.raw)
+	out := &decodedStore{capacity: capacity, version: version}
+	h.Sum(out.chain[:0])
 	b := newViewBuilder(capacity)
 	index := 1
 	for first := true; ; first = false {
-		if at == len(data) && !first {
+		if lr.at == lr.size && !first {
 			break
 		}
 		// A transaction: its records up to and including the commit. None
-		// of it is interpreted until the commit has checked.
-		txStart, txIndex := at, index
+		// of it is interpreted until the commit has checked; its records
+		// are the only ones held besides the view.
+		txIndex := index
 		var records []frame
 		var commit frame
 		commitAt := 0
+		h.Reset()
+		h.Write(out.chain[:])
 		for {
-			f, next, torn, ferr := readFrame(data, at, index)
+			f, torn, ferr, err := lr.readFrame(index)
+			if err != nil {
+				return nil, nil, err
+			}
 			if ferr != nil {
-				return nil, ferr
+				return nil, ferr, nil
 			}
 			if torn {
 				if first {
-					return nil, formatFailure(index, ErrTruncated, "ends before the first commit")
+					return nil, formatFailure(index, ErrTruncated, "ends before the first commit"), nil
 				}
 				out.pin, out.issued = b.pin(), b.issued
-				return out, nil
+				return out, nil, nil
 			}
-			at, index = next, index+1
+			index++
 			if f.kind == recordCommit {
 				commit, commitAt = f, index-1
 				break
 			}
+			h.Write(f.raw)
+			f.raw = nil
 			records = append(records, f)
 		}
 		cr := &reader{b: commit.payload}
 		generation, issued, count := cr.uvarint(), cr.uvarint(), cr.uvarint()
 		if cr.err != nil || len(cr.b) != sha256.Size {
-			return nil, formatFailure(commitAt, ErrMalformed, "bad commit record")
+			return nil, formatFailure(commitAt, ErrMalformed, "bad commit record"), nil
 		}
 		if count != uint64(len(records)) {
-			return nil, formatFailure(commitAt, ErrMalformed, "record count mismatch")
+			return nil, formatFailure(commitAt, ErrMalformed, "record count mismatch"), nil
 		}
-		chain := chainNext(out.chain, data[txStart:at-frameBytes-len(commit.payload)])
+		var chain [sha256.Size]byte
+		h.Sum(chain[:0])
 		if !bytes.Equal(chain[:], cr.b) {
-			return nil, formatFailure(commitAt, ErrChecksumMismatch, "chain digest")
+			return nil, formatFailure(commitAt, ErrChecksumMismatch, "chain digest"), nil
 		}
 		var ferr *formatError
 		if first {
@@ -114,12 +165,12 @@ func decodeLog(data []byte) (*decodedStore, *formatError) {
 			ferr = b.commit(generation, issued, commitAt)
 		}
 		if ferr != nil {
-			return nil, ferr
+			return nil, ferr, nil
 		}
-		out.chain, out.end = chain, at
+		out.chain, out.end = chain, int(lr.at)
 	}
 	out.pin, out.issued = b.pin(), b.issued
-	return out, nil
+	return out, nil, nil
 }
 
 // viewBuilder applies the transactions of a store to a view under one
