@@ -241,10 +241,16 @@ func (b *Backend) execute(ctx context.Context, m *module, g *runner.Guest) (exit
 		WithRandSource(rand.Reader)
 	inst, err := b.runtime.InstantiateModule(experimental.WithMemoryAllocator(runCtx, memory), m.compiled, cfg)
 	if err != nil {
-		if memory.refused {
+		switch {
+		case memory.refused || runCtx.Err() != nil:
 			return interrupted, true
+		case b.closing.Load():
+			return runner.Exit{Kind: runner.ExitPlatformFailure}, true
 		}
-		return runner.Exit{Kind: runner.ExitPlatformFailure}, true
+		// Imports were resolved at deploy and a start section refused, so
+		// what fails here is the module's own initialization (a data or
+		// element segment out of bounds): the guest's fault.
+		return runner.Exit{Kind: runner.ExitTrapped}, true
 	}
 	fuel := startFuel(g.Meter, b.fuelRate, cancel)
 	_, err = inst.ExportedFunction("_start").Call(runCtx)

@@ -22,10 +22,17 @@ type module struct {
 	minMemory uint64
 }
 
-// compile decodes, validates and compiles binary, then checks it is a
-// WASI command this runtime can instantiate. It is the only place code is
+// compile scans binary against the module limits (scan.go), then
+// decodes, validates and compiles it, and checks it is a WASI command
+// this runtime can instantiate. It is the only place code is
 // compiled: at deploy or load, never at admission or run.
 func compile(ctx context.Context, r wazero.Runtime, wasi map[string]api.FunctionDefinition, d Digest, binary []byte) (*module, error) {
+	if _, err := scanModule(binary); err != nil {
+		if err == errMalformed {
+			return nil, &ArtifactError{Digest: d, Err: ErrInvalidModule, Cause: err}
+		}
+		return nil, &ArtifactError{Digest: d, Err: err}
+	}
 	ctx = experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0))
 	compiled, err := r.CompileModule(ctx, binary)
 	if err != nil {
