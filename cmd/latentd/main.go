@@ -2,16 +2,19 @@
 // invocation API in front of admission and runs WebAssembly guests under
 // its permits (docs/latentd.md).
 //
-//	latentd [-policy FILE] [-store DIR] [-artifacts DIR] [-tokens FILE] [-listen ADDR]
+//	latentd [-policy FILE] [-store DIR -artifacts DIR] [-tokens FILE] [-listen ADDR] [-allowed-host NAME]...
 //
 // Without flags it serves an embedded demonstration policy, catalog,
 // token file and guest on 127.0.0.1:8080 and prints a curl line that
-// calls it. `latentd soak` runs an in-process node and a bounded HTTP
-// request loop against it over loopback.
+// calls it; any other start needs -tokens. `latentd soak` runs an
+// in-process node and a bounded HTTP request loop against it over
+// loopback.
 package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,7 +24,20 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "soak" {
 		os.Exit(soakMain(os.Args[2:], os.Stdout, os.Stderr))
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	go onSignals(signals, cancel, os.Stderr, os.Exit)
 	os.Exit(serveMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// onSignals turns the first SIGTERM or SIGINT into a graceful shutdown
+// (cancel) and a second one, during the grace period, into an exit with
+// status 1 at once, as operators expect of a second interrupt.
+func onSignals(signals <-chan os.Signal, cancel context.CancelFunc, stderr io.Writer, exit func(int)) {
+	<-signals
+	cancel()
+	sig := <-signals
+	fmt.Fprintf(stderr, "latentd: second signal (%v) during the grace period: exiting at once\n", sig)
+	exit(1)
 }

@@ -23,7 +23,14 @@ import (
 	"latent.dev/admission/edge/latentd/demo"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		// The test binary as latentd itself (see startChild).
+		main()
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // syncWriter passes lines on as they are written.
 type lineWriter struct{ lines chan string }
@@ -131,6 +138,8 @@ func TestTheDemonstrationCatalogNamesTheEmbeddedGuest(t *testing.T) {
 }
 
 func TestFlagsAndFiles(t *testing.T) {
+	tokens := tokenFile(t)
+	policyFile := writeFile(t, "demo-policy.json", string(demo.PolicyJSON()))
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -141,10 +150,22 @@ func TestFlagsAndFiles(t *testing.T) {
 		{[]string{"-retry-after", "capacity-exhausted=-1"}, 2, "whole number"},
 		{[]string{"extra"}, 2, "unexpected argument"},
 		{[]string{"-max-response-bytes", "0"}, 2, "must be positive"},
-		{[]string{"-policy", filepath.Join(t.TempDir(), "missing.json")}, 1, "missing.json"},
+		{[]string{"-policy", filepath.Join(t.TempDir(), "missing.json"), "-tokens", tokens}, 1, "missing.json"},
 		{[]string{"-tokens", writeFile(t, "tokens.json", `{"tokens":[{"sha256":"x"}]}`)}, 1, "tokens.json: $.tokens[0].sha256"},
-		{[]string{"-policy", writeFile(t, "policy.json", `{"node":{}}`)}, 1, "policy.json"},
+		{[]string{"-policy", writeFile(t, "policy.json", `{"node":{}}`), "-tokens", tokens}, 1, "policy.json"},
 		{[]string{"-listen", "127.0.0.1:notaport"}, 1, "-listen"},
+		// The demonstration tokens serve the pure demonstration only.
+		{[]string{"-policy", policyFile}, 2, "-policy without -tokens: the demonstration tokens serve only the pure demonstration"},
+		{[]string{"-store", t.TempDir(), "-artifacts", t.TempDir()}, 2, "-store, -artifacts without -tokens"},
+		{[]string{"-artifacts", t.TempDir()}, 2, "-artifacts without -tokens"},
+		{[]string{"-listen", "0.0.0.0:0"}, 2, "-listen 0.0.0.0:0 without -tokens"},
+		{[]string{"-listen", ":0"}, 2, "-listen :0 without -tokens"},
+		{[]string{"-listen", "[::]:0"}, 2, "without -tokens"},
+		{[]string{"-listen", "example.com:0"}, 2, "without -tokens"},
+		// A store's deployments need artifacts that outlive the process.
+		{[]string{"-store", t.TempDir(), "-tokens", tokens}, 2, "-store needs -artifacts"},
+		{[]string{"-allowed-host", "", "-tokens", tokens}, 2, "-allowed-host"},
+		{[]string{"-allowed-host", "a/b", "-tokens", tokens}, 2, "-allowed-host"},
 	} {
 		var stderr bytes.Buffer
 		code := serveMain(context.Background(), tc.args, io.Discard, &stderr)
@@ -166,7 +187,7 @@ func writeFile(t *testing.T, name, content string) string {
 func TestAnEmptyStoreStartsAnEmptyCatalogAndASecondNodeIsRefused(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	ctx := context.Background()
-	o := options{listen: "127.0.0.1:0", store: store, artifacts: t.TempDir(), grace: time.Second, maxResponseBytes: 1 << 20}
+	o := options{listen: "127.0.0.1:0", store: store, artifacts: t.TempDir(), tokens: tokenFile(t), grace: time.Second, maxResponseBytes: 1 << 20}
 	s, err := start(ctx, o, nil)
 	if err != nil {
 		t.Fatal(err)

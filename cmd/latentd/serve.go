@@ -33,6 +33,7 @@ const (
 // options are the command's flags.
 type options struct {
 	policy, store, artifacts, tokens, listen string
+	allowedHosts                             []string
 	retryAfter                               map[core.Reason]uint32
 	grace                                    time.Duration
 	maxResponseBytes                         int64
@@ -45,9 +46,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.policy, "policy", "", "node policy `FILE` (default: the embedded demonstration policy)")
 	fs.StringVar(&o.store, "store", "", "catalog store `DIR`; an empty or missing one starts an empty catalog (default: the demonstration catalog, in memory)")
-	fs.StringVar(&o.artifacts, "artifacts", "", "artifact `DIR` (ARTIFACTS/sha256/<hex>.wasm; default: a temporary one holding the demonstration guest)")
-	fs.StringVar(&o.tokens, "tokens", "", "token `FILE` (default: the demonstration tokens)")
+	fs.StringVar(&o.artifacts, "artifacts", "", "artifact `DIR` (ARTIFACTS/sha256/<hex>.wasm; required with -store; default: a temporary one holding the demonstration guest)")
+	fs.StringVar(&o.tokens, "tokens", "", "token `FILE` (required unless this is the pure demonstration: no -policy, -store or -artifacts, a loopback -listen)")
 	fs.StringVar(&o.listen, "listen", latentd.DefaultListen, "listen `ADDR`")
+	fs.Func("allowed-host", "a `NAME` that Host may give, besides loopback addresses and localhost, on administrator endpoints, the status API and /debug/ (repeatable)",
+		func(name string) error {
+			if name == "" || strings.ContainsAny(name, "/ ") {
+				return errors.New("must be a host name or an IP address")
+			}
+			o.allowedHosts = append(o.allowedHosts, name)
+			return nil
+		})
 	retry := fs.String("retry-after", "", "Retry-After seconds per reason, `REASON=SECONDS,...` (default 1 for every retryable reason)")
 	fs.DurationVar(&o.grace, "grace", latentd.DefaultShutdownGrace, "how long running activations may finish after SIGTERM or SIGINT")
 	fs.Int64Var(&o.maxResponseBytes, "max-response-bytes", 1<<20, "bound on a guest's standard output (the response body)")
@@ -65,7 +74,52 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.maxResponseBytes <= 0 {
 		return o, errors.New("-max-response-bytes: must be positive")
 	}
+	if o.store != "" && o.artifacts == "" {
+		// The store keeps deployments across restarts; a temporary
+		// artifact directory would not keep what they name.
+		return o, errors.New("-store needs -artifacts: the stored deployments name artifacts that must outlive the process")
+	}
+	if err := checkDemonstrationTokens(o); err != nil {
+		return o, err
+	}
 	return o, nil
+}
+
+// checkDemonstrationTokens refuses the published demonstration tokens
+// (the administrator's among them) anywhere but the pure demonstration:
+// no -policy, -store or -artifacts, on a loopback address.
+func checkDemonstrationTokens(o options) error {
+	if o.tokens != "" {
+		return nil
+	}
+	var given []string
+	for _, f := range []struct{ name, value string }{{"-policy", o.policy}, {"-store", o.store}, {"-artifacts", o.artifacts}} {
+		if f.value != "" {
+			given = append(given, f.name)
+		}
+	}
+	if !loopbackAddress(o.listen) {
+		given = append(given, "-listen "+o.listen)
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s without -tokens: the demonstration tokens serve only the pure demonstration "+
+		"(no -policy, -store or -artifacts, and a loopback -listen address); give -tokens FILE", strings.Join(given, ", "))
+}
+
+// loopbackAddress reports whether a listen address is on this machine's
+// loopback only: localhost, or an address in 127.0.0.0/8 or ::1.
+func loopbackAddress(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // parseRetryAfter reads "reason=seconds,..." with reasons from core's
@@ -123,7 +177,8 @@ func start(ctx context.Context, o options, logger *slog.Logger) (*started, error
 		return nil, err
 	}
 	s.demo = o.tokens == ""
-	cfg := latentd.Config{Policy: pol, Tokens: tokens, StoreDir: o.store, RetryAfter: o.retryAfter, ShutdownGrace: o.grace, Logger: logger}
+	cfg := latentd.Config{Policy: pol, Tokens: tokens, StoreDir: o.store, RetryAfter: o.retryAfter, ShutdownGrace: o.grace,
+		AllowedHosts: o.allowedHosts, Logger: logger}
 	artifacts := o.artifacts
 	if artifacts == "" {
 		dir, err := os.MkdirTemp("", "latentd-artifacts-")

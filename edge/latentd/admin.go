@@ -17,10 +17,15 @@ import (
 	"latent.dev/admission/policy"
 )
 
-// admin wraps an administrator endpoint: no token is 401, a token that is
-// not an administrator's 403.
+// admin wraps an administrator endpoint: a Host the Host rule refuses is
+// 403 before the token is looked at, no token is 401, a token that is not
+// an administrator's 403.
 func (n *Node) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if !n.hostAllowed(r) {
+			refuseHost(w)
+			return
+		}
 		principal, ok := n.cfg.Tokens.Authenticate(bearerToken(r.Header))
 		if !ok {
 			unauthorized(w)
@@ -191,13 +196,14 @@ func (n *Node) decodeDeployment(data []byte) (catalog.Deployment, []string) {
 // snapshot, for its own principals and administrators. Anyone else gets
 // the same 403 whether or not the tenant exists.
 func (n *Node) usage(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
 	principal, ok := n.cfg.Tokens.Authenticate(bearerToken(r.Header))
 	if !ok {
 		unauthorized(w)
 		return
 	}
 	tenant := r.PathValue("tenant")
-	if !principal.Admin && principal.Tenant != tenant {
+	if !principal.Admin && (principal.Tenant != tenant || !n.authorized(principal)) {
 		n.reject(w, errPrincipalDenied)
 		return
 	}
@@ -239,6 +245,7 @@ func scopeJSON(s core.ScopeUsage) usageJSON {
 // snapshot serves GET /v1/admin/snapshot: the catalog's generation and
 // deployments, every scope's usage, the counters and the load sample.
 func (n *Node) snapshot(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
 	pin := n.view.Load().pin
 	type deploymentJSON struct {
 		Tenant     string `json:"tenant"`

@@ -66,6 +66,11 @@ type Config struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
+	// AllowedHosts are the host names, besides loopback addresses and
+	// localhost, that a request's Host may name on administrator
+	// endpoints, the status API and /debug/ (the Host rule, host.go);
+	// compared without case and without the port.
+	AllowedHosts []string
 	// Logger receives the node's log lines; nil is slog.Default().
 	Logger *slog.Logger
 }

@@ -30,6 +30,17 @@
 // from load) exactly when they are retryable. Outcomes after admission
 // carry Latent-Outcome.
 //
+// # Who reaches what
+//
+// Administrator endpoints (the status API among them) and /debug/ obey
+// the Host rule (host.go): a Host that is not loopback, localhost or one
+// of Config.AllowedHosts is 403 before the token is looked at, so a page
+// that rebinds its name to a loopback node cannot reach them. The rule
+// lives in the handler, so it holds under any server. GET /metrics gives
+// an anonymous scraper (or a tenant's token) the node-level series only,
+// and every series to an administrator's or a metrics token (metrics.go).
+// Usage asks the policy's principal check that invocation asks.
+//
 // # Views
 //
 // Deploys and deletes go through the catalog (and so its store) under

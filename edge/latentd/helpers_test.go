@@ -32,6 +32,10 @@ const (
 	adminToken = "admin-secret"
 	// strayToken belongs to a tenant the policy does not configure.
 	strayToken = "stray-secret"
+	// revokedToken is acme's, for a subject the policy no longer lists.
+	revokedToken = "revoked-secret"
+	// metricsToken may read every series of /metrics, and nothing else.
+	metricsToken = "metrics-secret"
 )
 
 // demoArtifact is the test artifact the catalog names (sha256:aaaa...):
@@ -49,6 +53,8 @@ func testTokens(t *testing.T) *Tokens {
  {"sha256":"` + digestHex(aliceToken) + `","kind":"user","subject":"alice","tenant":"acme","service":""},
  {"sha256":"` + digestHex(bobToken) + `","kind":"user","subject":"bob","tenant":"globex"},
  {"sha256":"` + digestHex(strayToken) + `","kind":"user","subject":"eve","tenant":"nowhere"},
+ {"sha256":"` + digestHex(revokedToken) + `","kind":"user","subject":"mallory","tenant":"acme"},
+ {"sha256":"` + digestHex(metricsToken) + `","metrics":true},
  {"sha256":"` + digestHex(adminToken) + `","admin":true}]}`
 	tok, err := DecodeTokens([]byte(doc))
 	if err != nil {

@@ -23,7 +23,7 @@ func (n *Node) routes() http.Handler {
 	mux.HandleFunc("PUT /v1/admin/deployments/{tenant}/{service}", n.admin(n.putDeployment))
 	mux.HandleFunc("DELETE /v1/admin/deployments/{tenant}/{service}", n.admin(n.deleteDeployment))
 	mux.HandleFunc("GET /v1/admin/snapshot", n.admin(n.snapshot))
-	return n.withStatus(mux)
+	return n.localOnly(n.withStatus(mux))
 }
 
 // invoke serves POST /v1/invoke/{tenant}/{service}/{route}: authenticate,

@@ -39,6 +39,8 @@ type Node struct {
 	base     *core.AdmissionController
 	server   *http.Server
 	handler  http.Handler
+	// allowedHosts are Config.AllowedHosts for the Host rule (host.go).
+	allowedHosts map[string]bool
 
 	// hardStop ends every activation's context when the grace period
 	// of Shutdown is over.
@@ -69,8 +71,8 @@ type view struct {
 // deployed artifact, starts the pipeline and the load sampler (with one
 // sample taken before it returns, so the node is ready at once), and
 // builds the HTTP server. On error everything it started is stopped
-// again.
-func New(cfg Config) (n *Node, err error) {
+// again, and the error is returned.
+func New(cfg Config) (_ *Node, err error) {
 	if cfg.Policy == nil {
 		return nil, errors.New("latentd: a policy is required")
 	}
@@ -82,7 +84,9 @@ func New(cfg Config) (n *Node, err error) {
 	if err := cfg.setDefaults(settings.BudgetCeiling.WallTime); err != nil {
 		return nil, err
 	}
-	n = &Node{cfg: cfg, provider: provider}
+	// n is not the named result: a failing return nils that, and the
+	// undo steps below still need the node they undo.
+	n := &Node{cfg: cfg, provider: provider, allowedHosts: allowedHostSet(cfg.AllowedHosts)}
 	var undo []func()
 	defer func() {
 		if err != nil {

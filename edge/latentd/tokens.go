@@ -15,10 +15,12 @@ import (
 // MaxTokenFileBytes bounds a token file.
 const MaxTokenFileBytes = 1 << 20
 
-// Principal is who a bearer token stands for: a tenant's principal, or an
-// administrator (who invokes nothing and belongs to no tenant).
+// Principal is who a bearer token stands for: a tenant's principal, an
+// administrator (who invokes nothing and belongs to no tenant), or a
+// metrics reader (who may only scrape every series of GET /metrics).
 type Principal struct {
 	Admin   bool
+	Metrics bool
 	Kind    policy.PrincipalKind
 	Subject string
 	Tenant  string
@@ -71,12 +73,14 @@ func readBounded(path string, limit int64) ([]byte, error) {
 //
 //	{"tokens": [
 //	  {"sha256": "<hex>", "kind": "user", "subject": "alice", "tenant": "acme", "service": ""},
-//	  {"sha256": "<hex>", "admin": true}
+//	  {"sha256": "<hex>", "admin": true},
+//	  {"sha256": "<hex>", "metrics": true}
 //	]}
 //
 // An unknown, missing, duplicate or mistyped key, a digest that is not 64
-// lowercase hex digits or appears twice, and an administrator entry that
-// also names a principal are errors naming their JSON path.
+// lowercase hex digits or appears twice, and an administrator or metrics
+// entry that also names a principal (or is both) are errors naming their
+// JSON path.
 func DecodeTokens(data []byte) (*Tokens, error) {
 	root, err := parseStrictJSON(data)
 	if err != nil {
@@ -107,7 +111,7 @@ func DecodeTokens(data []byte) (*Tokens, error) {
 
 func decodeTokenEntry(v *jsonValue) (tokenEntry, error) {
 	var e tokenEntry
-	if err := v.object([]string{"sha256"}, []string{"admin", "kind", "subject", "tenant", "service"}); err != nil {
+	if err := v.object([]string{"sha256"}, []string{"admin", "metrics", "kind", "subject", "tenant", "service"}); err != nil {
 		return e, err
 	}
 	digest, err := v.stringField("sha256")
@@ -123,18 +127,29 @@ func decodeTokenEntry(v *jsonValue) (tokenEntry, error) {
 	if err != nil {
 		return e, err
 	}
-	if admin {
+	metrics, err := v.boolField("metrics")
+	if err != nil {
+		return e, err
+	}
+	if admin && metrics {
+		return e, fmt.Errorf("%s.metrics: an administrator token already reads every series", v.path)
+	}
+	if admin || metrics {
+		what := "an administrator"
+		if metrics {
+			what = "a metrics"
+		}
 		for _, k := range []string{"kind", "subject", "tenant", "service"} {
 			if _, has := v.fields[k]; has {
-				return e, fmt.Errorf("%s.%s: an administrator token names no principal", v.path, k)
+				return e, fmt.Errorf("%s.%s: %s token names no principal", v.path, k, what)
 			}
 		}
-		e.principal = Principal{Admin: true}
+		e.principal = Principal{Admin: admin, Metrics: metrics}
 		return e, nil
 	}
 	for _, k := range []string{"kind", "subject", "tenant"} {
 		if _, has := v.fields[k]; !has {
-			return e, fmt.Errorf("%s.%s: missing (required unless \"admin\" is true)", v.path, k)
+			return e, fmt.Errorf("%s.%s: missing (required unless \"admin\" or \"metrics\" is true)", v.path, k)
 		}
 	}
 	var p Principal

@@ -26,6 +26,9 @@ func TestDecodeTokensRejects(t *testing.T) {
 		{"digest twice", `{"tokens":[{"sha256":"` + d + `","admin":true},{"sha256":"` + d + `","admin":true}]}`, "$.tokens[1].sha256: the same digest as $.tokens[0]"},
 		{"admin not a boolean", `{"tokens":[{"sha256":"` + d + `","admin":"yes"}]}`, "$.tokens[0].admin: must be true or false"},
 		{"admin naming a principal", `{"tokens":[{"sha256":"` + d + `","admin":true,"tenant":"acme"}]}`, "$.tokens[0].tenant: an administrator token names no principal"},
+		{"metrics naming a principal", `{"tokens":[{"sha256":"` + d + `","metrics":true,"subject":"a"}]}`, "$.tokens[0].subject: a metrics token names no principal"},
+		{"admin and metrics", `{"tokens":[{"sha256":"` + d + `","admin":true,"metrics":true}]}`, "$.tokens[0].metrics: an administrator token already reads every series"},
+		{"metrics not a boolean", `{"tokens":[{"sha256":"` + d + `","metrics":1}]}`, "$.tokens[0].metrics: must be true or false"},
 		{"principal without kind", `{"tokens":[{"sha256":"` + d + `","subject":"a","tenant":"t"}]}`, "$.tokens[0].kind: missing"},
 		{"unknown kind", `{"tokens":[{"sha256":"` + d + `","kind":"robot","subject":"a","tenant":"t"}]}`, "$.tokens[0].kind: must be"},
 		{"empty subject", `{"tokens":[{"sha256":"` + d + `","kind":"user","subject":"","tenant":"t"}]}`, "$.tokens[0].subject: must not be empty"},
@@ -46,8 +49,11 @@ func TestTokensAuthenticate(t *testing.T) {
 	if p, ok := tok.Authenticate(aliceToken); !ok || p != (Principal{Kind: policy.UserPrincipal, Subject: "alice", Tenant: "acme"}) {
 		t.Errorf("alice: %+v %v", p, ok)
 	}
-	if p, ok := tok.Authenticate(adminToken); !ok || !p.Admin {
+	if p, ok := tok.Authenticate(adminToken); !ok || p != (Principal{Admin: true}) {
 		t.Errorf("admin: %+v %v", p, ok)
+	}
+	if p, ok := tok.Authenticate(metricsToken); !ok || p != (Principal{Metrics: true}) {
+		t.Errorf("metrics: %+v %v", p, ok)
 	}
 	for _, bad := range []string{"", "alice-secret ", digestHex(aliceToken)} {
 		if _, ok := tok.Authenticate(bad); ok {
