@@ -83,11 +83,9 @@ func (n *Node) putDeployment(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	// The body is read. What the connection reads from now on is the
-	// server's watch for the client going away, which would take the
-	// request's read deadline passing during a long compile for a
-	// disconnect (and cancel the request's context): lift it.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	// The body is read to its end, so the server now watches for the
+	// client going away (which ends r.Context()), without a read deadline:
+	// net/http lifts the request's ReadTimeout for that watch.
 	d, problems := n.decodeDeployment(data)
 	if problems != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid deployment", "problems": problems})

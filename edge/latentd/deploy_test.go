@@ -336,3 +336,74 @@ func TestDeployWhoseClientWentAwayChangesNothing(t *testing.T) {
 		t.Errorf("acme/echo after the abandoned redeploy: %d %s", r.status, r.body)
 	}
 }
+
+// Issue 29: the server's WriteTimeout (50 ms) and ReadTimeout (2 s) are
+// both shorter than the deploy's compile (the hook takes 3 s). The
+// deploy is still answered, truly: 200 with the generation, and the
+// deployment invokes. (The write deadline would cut the answer. The read
+// deadline must not pass for a client that went away, which would
+// abandon the deploy: net/http lifts it once the body is read to its
+// end, and this holds it to that.)
+func TestDeployOutlastsTheServerTimeouts(t *testing.T) {
+	guests := newFakeGuests()
+	cfg := testConfig(t, guests, nodeOptions{})
+	cfg.WriteTimeout, cfg.ReadTimeout = 50*time.Millisecond, 2*time.Second
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := serveNode(t, n, guests)
+	tn.client.Timeout = deployTestTimeout
+	const compile = 3 * time.Second
+	guests.mu.Lock()
+	guests.preparing = func(ctx context.Context) error {
+		select {
+		case <-time.After(compile):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	guests.mu.Unlock()
+	start := time.Now()
+	r := tn.do(http.MethodPut, "/v1/admin/deployments/acme/fresh", adminToken, versionedDeployment("acme", "fresh", demoDigest, "1.0.0", 5000))
+	if r.status != http.StatusOK {
+		t.Fatalf("deploy: %d %s", r.status, r.body)
+	}
+	if took := time.Since(start); took < compile {
+		t.Fatalf("answered after %v, before the compile ended", took)
+	}
+	if gen := r.json(t)["generation"]; gen != float64(n.catalog.Pin().Generation()) {
+		t.Errorf("answered generation %v, the catalog is at %d", gen, n.catalog.Pin().Generation())
+	}
+	// The invocation goes through a server without timeouts: the node's
+	// own 50 ms would be a test of the machine.
+	other := plainServer(t, n.Handler())
+	if r := send(t, tn.client, other, http.MethodPost, "/v1/invoke/acme/fresh/run", aliceToken, []byte("hi")); r.status != http.StatusOK || string(r.body) != "echo:hi" {
+		t.Errorf("the deployment after its deploy: %d %s", r.status, r.body)
+	}
+}
+
+// Issue 29, with the real runtime: the node's WriteTimeout (10 ms) is far
+// shorter than wazero's compile of the Go guest (seconds; tens of seconds
+// under -race on a loaded machine). The upload and the deploy are
+// answered 200 over that server, and the guest then runs.
+func TestDeployOfTheGoGuestOutlastsTheWriteTimeout(t *testing.T) {
+	module := uppercaseGuest(t)
+	rn := startWasmNode(t, wasmNodeOptions{mutate: func(c *Config) { c.WriteTimeout = 10 * time.Millisecond }})
+	digest := rn.putArtifact(module)
+	start := time.Now()
+	doc := `{"tenant":"acme","service":"guests","routes":[` + realGuestRoute("upper", digest) + `]}`
+	if r := rn.do(http.MethodPut, "/v1/admin/deployments/acme/guests", adminToken, []byte(doc)); r.status != http.StatusOK {
+		t.Fatalf("deploy: %d %s", r.status, r.body)
+	}
+	t.Logf("the deploy (wazero compiles the Go guest) answered after %v; WriteTimeout is 10ms", time.Since(start))
+	// Everything else goes through a server without timeouts: the node's
+	// own 10 ms would be a test of the machine.
+	rn.url = plainServer(t, rn.node.Handler())
+	r := send(t, rn.client, rn.url, http.MethodPost, "/v1/invoke/acme/guests/upper", aliceToken, []byte("compiled"), HeaderMemoryBytes, "33554432")
+	if r.status != http.StatusOK || string(r.body) != "COMPILED" {
+		t.Fatalf("the guest after its deploy: %d %s=%q %s", r.status, HeaderOutcome, r.header.Get(HeaderOutcome), r.body)
+	}
+	rn.ledgerAtZero()
+}
