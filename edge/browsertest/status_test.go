@@ -55,10 +55,19 @@ func newHoldGuests() *holdGuests {
 func (g *holdGuests) Backends() map[string]runner.Backend {
 	return map[string]runner.Backend{"wasm": g.backend}
 }
-func (g *holdGuests) Deploy(context.Context, catalog.Deployment) error {
-	return nil
+func (g *holdGuests) Prepare(context.Context, catalog.Deployment) (latentd.Prepared, error) {
+	return nopPrepared{}, nil
 }
 func (g *holdGuests) Undeploy(string, string) {}
+func (g *holdGuests) Hold(string, string, string) (func(), bool) {
+	return func() {}, true
+}
+
+// nopPrepared is a deployment that holdGuests made ready: nothing.
+type nopPrepared struct{}
+
+func (nopPrepared) Commit() (latentd.Prepared, error) { return nopPrepared{}, nil }
+func (nopPrepared) Discard()                          {}
 func (g *holdGuests) PutArtifact(string, io.Reader) error {
 	return errors.New("no uploads in this test")
 }

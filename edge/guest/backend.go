@@ -83,7 +83,11 @@ type Backend struct {
 	deployments map[catalog.DeploymentKey]map[string]*module
 	// cells holds the cells with a guest on them now, and those whose
 	// guest's instance did not close cleanly, until Reset. Guarded by mu.
-	cells  map[cellpool.CellID]cellState
+	cells map[cellpool.CellID]cellState
+	// held keeps releases that admitted activations hold (see Hold) after
+	// their deployment replaced or dropped them; nil until the first
+	// hold. Guarded by mu.
+	held   map[holdKey]*heldRelease
 	closed bool // guarded by mu
 }
 

@@ -6,58 +6,208 @@ import (
 	"latent.dev/admission/catalog"
 )
 
-// Deploy makes d's releases the modules its (tenant, service) pair may
-// run, replacing whatever the pair had. Every artifact d names is loaded
-// from the store, verified and compiled now (once per digest: a digest
-// already compiled for any deployment is shared); if any is missing,
-// corrupt or not a WASI command, or the cache would pass MaxModules,
-// nothing changes and the error names the artifact. Modules that no
-// deployment references any more are closed (a guest running one keeps
-// it until it stops).
+// Prepared is a deployment whose modules are compiled and referenced but
+// not yet the ones its (tenant, service) pair runs: Prepare makes one,
+// Commit switches the pair to it, Discard drops it. Compiling is slow and
+// switching is not, so a caller can compile outside its own lock and
+// switch the runtime and its catalog together under it.
 //
-// Call it before the catalog's Deploy, so a deployment the node cannot
-// run is refused; undo it (Deploy the previous deployment, or Undeploy)
-// if the catalog then refuses.
-func (b *Backend) Deploy(ctx context.Context, d catalog.Deployment) error {
+// A Prepared is not safe for concurrent use; once committed or discarded
+// it is spent, and Discard on a spent one does nothing.
+type Prepared struct {
+	b   *Backend
+	key catalog.DeploymentKey
+	// releases maps each release ID to its module, one module reference
+	// per entry; nil means "no deployment" (Commit removes the pair).
+	releases map[string]*module
+	spent    bool
+}
+
+// Prepare loads, verifies and compiles every artifact d names (once per
+// digest: a digest already compiled for any deployment is shared) and
+// returns them prepared for d's pair, changing nothing the backend runs.
+// If any is missing, corrupt or not a WASI command, or the cache would
+// pass MaxModules, the error names the artifact. When ctx ends first the
+// compile is abandoned (wazero stops between functions when it compiles
+// on more than one worker) and the error is ctx's.
+func (b *Backend) Prepare(ctx context.Context, d catalog.Deployment) (*Prepared, error) {
 	byRelease := map[string]Digest{}
 	for _, route := range d.Routes {
 		for _, rev := range route.Revisions {
 			digest, err := ParseDigest(rev.Release.ArtifactDigest)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			byRelease[catalog.ReleaseID(rev.Release)] = digest
 		}
 	}
-	held := map[Digest]*module{}
-	// Whatever happens, drop the references this call took; on success
-	// the deployment has taken its own.
+	loaded := map[Digest]*module{}
+	// Whatever happens, drop the references load took; the prepared
+	// deployment takes its own, one per release.
 	defer func() {
-		for _, m := range held {
+		for _, m := range loaded {
 			b.release(m)
 		}
 	}()
 	for _, digest := range byRelease {
-		if held[digest] != nil {
+		if loaded[digest] != nil {
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 		m, err := b.load(ctx, digest)
 		if err != nil {
-			return err
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return nil, ctxErr
+			}
+			return nil, err
 		}
-		held[digest] = m
+		loaded[digest] = m
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, ErrClosed
 	}
 	releases := make(map[string]*module, len(byRelease))
 	for id, digest := range byRelease {
-		releases[id] = held[digest]
+		m := loaded[digest]
+		b.modules[m.digest].refs++
+		releases[id] = m
 	}
-	return b.replace(catalog.DeploymentKey{Tenant: d.Tenant, Service: d.Service}, releases)
+	return &Prepared{b: b, key: catalog.DeploymentKey{Tenant: d.Tenant, Service: d.Service}, releases: releases}, nil
 }
 
-// Undeploy drops the modules of (tenant, service), closing those no other
-// deployment references. Undeploying a pair that has none does nothing.
+// Commit makes p its pair's deployment, replacing what the pair had, and
+// returns what it replaced, prepared in turn (a pair that had none gives
+// a Prepared that removes it): Commit that to restore the pair, or
+// Discard it. Guests running or held (see Hold) keep their modules. On a
+// closed backend it changes nothing and returns ErrClosed; p is then
+// still to be discarded.
+func (p *Prepared) Commit() (*Prepared, error) {
+	b := p.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p.spent {
+		panic("guest: Prepared committed or discarded twice")
+	}
+	if b.closed {
+		return nil, ErrClosed
+	}
+	old := b.deployments[p.key]
+	if p.releases == nil {
+		delete(b.deployments, p.key)
+	} else {
+		b.deployments[p.key] = p.releases
+	}
+	p.releases, p.spent = nil, true
+	return &Prepared{b: b, key: p.key, releases: old}, nil
+}
+
+// Discard drops p's module references, closing modules nothing else
+// references. It does nothing once p is spent.
+func (p *Prepared) Discard() {
+	if p == nil {
+		return
+	}
+	b := p.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p.spent {
+		return
+	}
+	for _, m := range p.releases {
+		b.releaseLocked(m)
+	}
+	p.releases, p.spent = nil, true
+}
+
+// Deploy makes d's releases the modules its (tenant, service) pair may
+// run, replacing whatever the pair had: Prepare, then Commit. If any
+// artifact is missing, corrupt or not a WASI command, or the cache would
+// pass MaxModules, nothing changes and the error names the artifact.
+// Modules that no deployment, hold or running guest references any more
+// are closed.
+func (b *Backend) Deploy(ctx context.Context, d catalog.Deployment) error {
+	p, err := b.Prepare(ctx, d)
+	if err != nil {
+		return err
+	}
+	previous, err := p.Commit()
+	if err != nil {
+		p.Discard()
+		return err
+	}
+	previous.Discard()
+	return nil
+}
+
+// Undeploy drops the modules of (tenant, service), closing those nothing
+// else references. Undeploying a pair that has none does nothing.
 func (b *Backend) Undeploy(tenant, service string) {
-	_ = b.replace(catalog.DeploymentKey{Tenant: tenant, Service: service}, nil)
+	p := &Prepared{b: b, key: catalog.DeploymentKey{Tenant: tenant, Service: service}}
+	if previous, err := p.Commit(); err == nil {
+		previous.Discard()
+	}
+}
+
+// heldRelease is one release kept runnable by holds (see Hold).
+type heldRelease struct {
+	module *module // one module reference for the entry
+	holds  int
+}
+
+type holdKey struct {
+	key     catalog.DeploymentKey
+	release string
+}
+
+// Hold keeps release (a catalog.ReleaseID) of (tenant, service) runnable
+// until done is called, however the pair is redeployed or undeployed
+// meanwhile: an activation admitted for a release runs that release even
+// when it waits for a cell across a redeploy. ok is false (and nothing is
+// held) when the pair does not deploy that release now and no other hold
+// keeps it, or the backend is closed. Call done exactly once.
+func (b *Backend) Hold(tenant, service, release string) (done func(), ok bool) {
+	hk := holdKey{key: catalog.DeploymentKey{Tenant: tenant, Service: service}, release: release}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, false
+	}
+	h := b.held[hk]
+	if h == nil {
+		m := b.deployments[hk.key][release]
+		if m == nil {
+			return nil, false
+		}
+		if b.held == nil {
+			b.held = map[holdKey]*heldRelease{}
+		}
+		b.modules[m.digest].refs++
+		h = &heldRelease{module: m}
+		b.held[hk] = h
+	}
+	h.holds++
+	released := false
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if released {
+			panic("guest: a hold released twice")
+		}
+		released = true
+		if h.holds--; h.holds == 0 {
+			if b.held[hk] == h {
+				delete(b.held, hk)
+			}
+			b.releaseLocked(h.module)
+		}
+	}, true
 }
 
 // Modules is the number of compiled modules held now.
@@ -118,37 +268,20 @@ func (b *Backend) reference(digest Digest) (*module, error) {
 	return nil, nil
 }
 
-// replace makes releases the pair's modules (nil removes the pair),
-// taking a reference per release and dropping the old ones.
-func (b *Backend) replace(key catalog.DeploymentKey, releases map[string]*module) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return ErrClosed
-	}
-	for _, m := range releases {
-		b.modules[m.digest].refs++
-	}
-	old := b.deployments[key]
-	if releases == nil {
-		delete(b.deployments, key)
-	} else {
-		b.deployments[key] = releases
-	}
-	for _, m := range old {
-		b.releaseLocked(m)
-	}
-	return nil
-}
-
 // acquire takes a reference to the module of release in key's deployment,
-// or returns nil if the pair does not have it (deployment replaced or
-// removed since admission, or the backend closed).
+// or in a hold of it (see Hold), or returns nil if neither has it
+// (deployment replaced or removed since admission without a hold, or the
+// backend closed).
 func (b *Backend) acquire(key catalog.DeploymentKey, release string) *module {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	m := b.deployments[key][release]
 	if m == nil {
+		if h := b.held[holdKey{key: key, release: release}]; h != nil {
+			m = h.module
+		}
+	}
+	if m == nil || b.modules[m.digest] == nil {
 		return nil
 	}
 	b.modules[m.digest].refs++

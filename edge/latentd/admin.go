@@ -58,6 +58,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 
 // putArtifact serves PUT /v1/admin/artifacts/sha256/{hex}.
 func (n *Node) putArtifact(w http.ResponseWriter, r *http.Request) {
+	w = n.answerWhenDone(w)
 	hexDigest := r.PathValue("hex")
 	if _, ok := parseHexDigest(hexDigest); !ok {
 		edgeError(w, http.StatusBadRequest, edgeErrorBody{Error: "the digest must be 64 lowercase hex digits", Path: "hex"})
@@ -74,11 +75,22 @@ func (n *Node) putArtifact(w http.ResponseWriter, r *http.Request) {
 // putDeployment serves PUT /v1/admin/deployments/{tenant}/{service}: the
 // body is one deployment in the catalog's JSON form, checked against the
 // node policy; every artifact it names must be present and compile.
+//
+// The compile runs outside adminMu, under the request's context, and
+// takes what it takes: the answer's write deadline starts when the
+// answer does (answerWhenDone). Then, under adminMu, the runtime and the
+// catalog switch together, unless the client went away meanwhile: an
+// abandoned deploy changes nothing, and a deploy that changed something
+// is answered.
 func (n *Node) putDeployment(w http.ResponseWriter, r *http.Request) {
+	w = n.answerWhenDone(w)
 	data, ok := readBody(w, r, n.cfg.MaxDeploymentBytes)
 	if !ok {
 		return
 	}
+	// The body is read to its end, so the server now watches for the
+	// client going away (which ends r.Context()), without a read deadline:
+	// net/http lifts the request's ReadTimeout for that watch.
 	d, problems := n.decodeDeployment(data)
 	if problems != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid deployment", "problems": problems})
@@ -89,39 +101,88 @@ func (n *Node) putDeployment(w http.ResponseWriter, r *http.Request) {
 		edgeError(w, http.StatusBadRequest, edgeErrorBody{Error: "the deployment's tenant and service must be the path's", Path: "$.tenant"})
 		return
 	}
-	if err := n.cfg.Guests.Deploy(r.Context(), d); err != nil {
+	ctx := r.Context()
+	prepared, err := n.cfg.Guests.Prepare(ctx, d)
+	if err != nil {
+		if ctx.Err() != nil {
+			n.abandoned(w, tenant, service)
+			return
+		}
 		edgeError(w, http.StatusUnprocessableEntity, edgeErrorBody{Error: "refused: " + err.Error(), Path: "$.routes"})
 		return
 	}
+	defer prepared.Discard()
 	n.adminMu.Lock()
-	previous, _, hadPrevious := n.catalog.Pin().Deployment(tenant, service)
-	gen, err := n.catalog.Deploy(d)
-	if err == nil {
-		n.publishViewLocked()
-	} else if hadPrevious {
-		// The runtime already switched to d: switch it back.
-		if undoErr := n.cfg.Guests.Deploy(context.Background(), previous); undoErr != nil {
-			n.cfg.Logger.Error("latentd: restoring the previous deployment's guests failed", "tenant", tenant, "service", service, "err", undoErr)
-		}
-	} else {
-		n.cfg.Guests.Undeploy(tenant, service)
-	}
+	gen, err := n.deployLocked(ctx, d, prepared)
 	n.adminMu.Unlock()
-	if err != nil {
+	switch {
+	case errors.Is(err, errAbandoned):
+		n.abandoned(w, tenant, service)
+	case errors.Is(err, errGuestsClosed):
+		w.Header().Set("Retry-After", strconv.FormatUint(uint64(DefaultRetryAfterSeconds), 10))
+		edgeError(w, http.StatusServiceUnavailable, edgeErrorBody{Error: "the node is shutting down"})
+	case err != nil:
 		n.catalogError(w, err)
-		return
+	default:
+		writeJSON(w, http.StatusOK, map[string]uint64{"generation": gen})
 	}
-	writeJSON(w, http.StatusOK, map[string]uint64{"generation": gen})
+}
+
+var (
+	// errAbandoned: the deploy's client went away before it took effect.
+	errAbandoned = errors.New("latentd: deploy abandoned")
+	// errGuestsClosed: the guest runtime is closed (shutdown).
+	errGuestsClosed = errors.New("latentd: guest runtime closed")
+)
+
+// deployLocked switches the guest runtime to prepared and the catalog to
+// d together, or neither; adminMu must be held. A ctx that has ended
+// (the client went away) changes nothing: errAbandoned.
+func (n *Node) deployLocked(ctx context.Context, d catalog.Deployment, prepared Prepared) (uint64, error) {
+	if ctx.Err() != nil {
+		return 0, errAbandoned
+	}
+	previous, err := prepared.Commit()
+	if err != nil {
+		return 0, errGuestsClosed
+	}
+	gen, err := n.catalog.Deploy(d)
+	if err != nil {
+		// Put the runtime back as it was: what prepared replaced runs
+		// again, and prepared's modules go.
+		replaced, undoErr := previous.Commit()
+		if undoErr != nil {
+			previous.Discard()
+			n.cfg.Logger.Error("latentd: restoring the previous deployment's guests failed", "tenant", d.Tenant, "service", d.Service, "err", undoErr)
+		} else {
+			replaced.Discard()
+		}
+		return 0, err
+	}
+	previous.Discard()
+	n.publishViewLocked()
+	return gen, nil
+}
+
+// abandoned is the answer to a deploy whose client went away before it
+// took effect: nothing changed. Nobody reads it; it keeps the server
+// from answering an empty 200.
+func (n *Node) abandoned(w http.ResponseWriter, tenant, service string) {
+	n.cfg.Logger.Info("latentd: deploy abandoned: the client went away; nothing changed", "tenant", tenant, "service", service)
+	edgeError(w, http.StatusServiceUnavailable, edgeErrorBody{Error: "the deploy was abandoned: its client went away; nothing changed"})
 }
 
 // deleteDeployment serves DELETE /v1/admin/deployments/{tenant}/{service}.
+// The catalog and the runtime change together under adminMu.
 func (n *Node) deleteDeployment(w http.ResponseWriter, r *http.Request) {
+	w = n.answerWhenDone(w)
 	n.adminMu.Lock()
 	tenant, service := r.PathValue("tenant"), r.PathValue("service")
 	gen, err := n.catalog.Delete(tenant, service)
 	if err == nil {
 		n.publishViewLocked()
-		// Guests still running keep their module until they stop.
+		// Guests running, or admitted and holding their release, keep
+		// their module until they stop.
 		n.cfg.Guests.Undeploy(tenant, service)
 	}
 	n.adminMu.Unlock()

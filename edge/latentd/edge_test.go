@@ -333,7 +333,7 @@ func newFakeGuestsFrom(g *fakeGuests) *fakeGuests {
 func (g *fakeGuests) isDeployed(key string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.deployed[key]
+	return g.deployed[key] != nil
 }
 
 func TestTwoNodesOnOneStore(t *testing.T) {

@@ -65,26 +65,36 @@ func testTokens(t *testing.T) *Tokens {
 
 // fakeGuests is a Guests over the synthetic backend: artifacts are kept in
 // memory, verified against their digest, and "compile" when they start
-// with the Wasm magic. Guests behave by their input (see plan).
+// with the Wasm magic. Guests behave by their input (see plan). Like the
+// real runtime, a guest whose release its pair no longer deploys, and no
+// hold keeps, is a platform failure.
 type fakeGuests struct {
 	backend *synthetic.Backend
 	hold    chan struct{} // closed to release "hold" guests
 	started chan struct{} // one send per "hold" guest that started
 
 	mu        sync.Mutex
-	artifacts map[string][]byte // guarded by mu
-	deployed  map[string]bool   // tenant/service; guarded by mu
-	closed    bool              // guarded by mu
+	artifacts map[string][]byte          // guarded by mu
+	deployed  map[string]map[string]bool // tenant/service to release IDs; guarded by mu
+	holds     map[string]int             // tenant/service/release to holds; guarded by mu
+	closed    bool                       // guarded by mu
+	// preparing, when set, is called by Prepare once the artifacts are
+	// checked, as the compile: its error is Prepare's. Guarded by mu.
+	preparing func(ctx context.Context) error
 }
 
 func newFakeGuests() *fakeGuests {
 	g := &fakeGuests{hold: make(chan struct{}), started: make(chan struct{}, 256),
-		artifacts: map[string][]byte{demoDigest: []byte("\x00asm\x01\x00\x00\x00")}, deployed: map[string]bool{}}
+		artifacts: map[string][]byte{demoDigest: []byte("\x00asm\x01\x00\x00\x00")}, deployed: map[string]map[string]bool{},
+		holds: map[string]int{}}
 	g.backend = synthetic.New(g.plan)
 	return g
 }
 
 func (g *fakeGuests) plan(guest *runner.Guest) synthetic.Behavior {
+	if !g.runnable(guest.Revision.Tenant+"/"+guest.Revision.Service, guest.Revision.Release) {
+		return synthetic.Behavior{Exit: runner.ExitPlatformFailure}
+	}
 	switch string(guest.Input) {
 	case "declared":
 		return synthetic.Behavior{Exit: runner.ExitDeclaredError, Output: []byte("declared: no")}
@@ -104,33 +114,95 @@ func (g *fakeGuests) plan(guest *runner.Guest) synthetic.Behavior {
 	return synthetic.Behavior{Output: append([]byte("echo:"), guest.Input...)}
 }
 
+func (g *fakeGuests) runnable(pair, release string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.deployed[pair][release] || g.holds[pair+"/"+release] > 0
+}
+
 func (g *fakeGuests) Backends() map[string]runner.Backend {
 	return map[string]runner.Backend{"wasm": g.backend}
 }
 
-func (g *fakeGuests) Deploy(_ context.Context, d catalog.Deployment) error {
+func (g *fakeGuests) Prepare(ctx context.Context, d catalog.Deployment) (Prepared, error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	releases := map[string]bool{}
 	for _, route := range d.Routes {
 		for _, rev := range route.Revisions {
 			digest := rev.Release.ArtifactDigest
 			content, ok := g.artifacts[digest]
 			if !ok {
-				return errors.New("artifact " + digest + ": missing")
+				g.mu.Unlock()
+				return nil, errors.New("artifact " + digest + ": missing")
 			}
 			if !bytes.HasPrefix(content, []byte("\x00asm")) {
-				return errors.New("artifact " + digest + ": not a WebAssembly module")
+				g.mu.Unlock()
+				return nil, errors.New("artifact " + digest + ": not a WebAssembly module")
 			}
+			releases[catalog.ReleaseID(rev.Release)] = true
 		}
 	}
-	g.deployed[d.Tenant+"/"+d.Service] = true
-	return nil
+	preparing := g.preparing
+	g.mu.Unlock()
+	if preparing != nil {
+		if err := preparing(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return &fakePrepared{g: g, pair: d.Tenant + "/" + d.Service, releases: releases}, nil
 }
+
+// fakePrepared is a fakeGuests deployment made ready; releases nil is
+// "no deployment".
+type fakePrepared struct {
+	g        *fakeGuests
+	pair     string
+	releases map[string]bool
+	spent    bool
+}
+
+func (p *fakePrepared) Commit() (Prepared, error) {
+	p.g.mu.Lock()
+	defer p.g.mu.Unlock()
+	if p.spent {
+		panic("fakePrepared committed twice")
+	}
+	if p.g.closed {
+		return nil, errors.New("closed")
+	}
+	old := p.g.deployed[p.pair]
+	if p.releases == nil {
+		delete(p.g.deployed, p.pair)
+	} else {
+		p.g.deployed[p.pair] = p.releases
+	}
+	p.spent = true
+	return &fakePrepared{g: p.g, pair: p.pair, releases: old}, nil
+}
+
+func (p *fakePrepared) Discard() { p.spent = true }
 
 func (g *fakeGuests) Undeploy(tenant, service string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.deployed, tenant+"/"+service)
+}
+
+func (g *fakeGuests) Hold(tenant, service, release string) (func(), bool) {
+	key := tenant + "/" + service + "/" + release
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.deployed[tenant+"/"+service][release] && g.holds[key] == 0 {
+		return nil, false
+	}
+	g.holds[key]++
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.holds[key]--; g.holds[key] == 0 {
+			delete(g.holds, key)
+		}
+	}, true
 }
 
 func (g *fakeGuests) PutArtifact(hexDigest string, r io.Reader) error {

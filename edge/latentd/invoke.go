@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
@@ -68,6 +69,22 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 		n.reject(w, core.ErrRevisionNotAvailable)
 		return
 	}
+	// The release the revision names stays runnable until the activation
+	// ends, however the deployment changes meanwhile. A redeploy or a
+	// delete between resolving and holding leaves nothing to hold: the
+	// caller retries against the new generation.
+	done, held := n.cfg.Guests.Hold(rev.Tenant, rev.Service, rev.Release)
+	if !held {
+		w.Header().Set("Retry-After", strconv.FormatUint(uint64(DefaultRetryAfterSeconds), 10))
+		edgeError(w, http.StatusServiceUnavailable, edgeErrorBody{Error: "the deployment changed while the request was resolved; retry it"})
+		return
+	}
+	finished := false
+	defer func() {
+		if !finished {
+			done()
+		}
+	}()
 	req := core.AdmissionRequest{
 		ActivationID:    inv.activationID,
 		Principal:       core.Principal{Kind: principal.Kind, Subject: principal.Subject, Tenant: principal.Tenant, Service: principal.Service},
@@ -96,7 +113,11 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	// shutdown interrupts still has its outcome reported.
 	report, err := act.Wait(r.Context())
 	if err != nil && r.Context().Err() != nil {
-		return // the client is gone; the activation ends on its own
+		// The client is gone; the activation ends on its own, and lets
+		// its release go then.
+		finished = true
+		go func() { <-act.Done(); done() }()
+		return
 	}
 	n.answerAfterAdmission(w, report, err)
 }

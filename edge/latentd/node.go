@@ -192,9 +192,16 @@ func (n *Node) prepareAll(pin *catalog.Pin) error {
 		if !ok {
 			continue
 		}
-		if err := n.cfg.Guests.Deploy(context.Background(), d); err != nil {
+		p, err := n.cfg.Guests.Prepare(context.Background(), d)
+		if err != nil {
 			return fmt.Errorf("latentd: deployment %s/%s: %w", key.Tenant, key.Service, err)
 		}
+		previous, err := p.Commit()
+		if err != nil {
+			p.Discard()
+			return fmt.Errorf("latentd: deployment %s/%s: %w", key.Tenant, key.Service, err)
+		}
+		previous.Discard()
 	}
 	return nil
 }

@@ -57,13 +57,35 @@ func (g *WasmGuests) Backends() map[string]runner.Backend {
 	return map[string]runner.Backend{WasmBackend: g.backend}
 }
 
-// Deploy compiles d's artifacts (guest.Backend.Deploy).
-func (g *WasmGuests) Deploy(ctx context.Context, d catalog.Deployment) error {
-	return g.backend.Deploy(ctx, d)
+// Prepare compiles d's artifacts (guest.Backend.Prepare).
+func (g *WasmGuests) Prepare(ctx context.Context, d catalog.Deployment) (Prepared, error) {
+	p, err := g.backend.Prepare(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	return wasmPrepared{p}, nil
 }
 
 // Undeploy drops d's modules.
 func (g *WasmGuests) Undeploy(tenant, service string) { g.backend.Undeploy(tenant, service) }
+
+// Hold keeps a release runnable (guest.Backend.Hold).
+func (g *WasmGuests) Hold(tenant, service, release string) (func(), bool) {
+	return g.backend.Hold(tenant, service, release)
+}
+
+// wasmPrepared is a guest.Prepared as a Prepared.
+type wasmPrepared struct{ p *guest.Prepared }
+
+func (w wasmPrepared) Commit() (Prepared, error) {
+	previous, err := w.p.Commit()
+	if err != nil {
+		return nil, err
+	}
+	return wasmPrepared{previous}, nil
+}
+
+func (w wasmPrepared) Discard() { w.p.Discard() }
 
 // PutArtifact streams content into the store, verified against hexDigest.
 func (g *WasmGuests) PutArtifact(hexDigest string, content io.Reader) error {
