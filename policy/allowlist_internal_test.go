@@ -64,5 +64,7 @@ func TestPairHash(t *testing.T) {
 			assert.Equal(t, p[1], s.subject)
 		}
 		assert.Nil(t, a.find(p[0]+"x", p[1]))
+		allocs := testing.AllocsPerRun(100, func() { a.find(p[0], p[1]) })
+		assert.Zero(t, allocs, "allocations finding (%d, %d bytes)", len(p[0]), len(p[1]))
 	}
 }
