@@ -3,10 +3,12 @@ package catalog
 import (
 	"encoding/json"
 	"math"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/policy"
@@ -14,9 +16,8 @@ import (
 
 func TestDecodeGoodFile(t *testing.T) {
 	f := goodFile(t)
-	if f.Capacity != (Capacity{MaxRevisions: 64, MaxPolicyBytes: 65536}) || len(f.Deployments) != 4 {
-		t.Fatalf("capacity %+v, %d deployments", f.Capacity, len(f.Deployments))
-	}
+	assert.Equal(t, Capacity{MaxRevisions: 64, MaxPolicyBytes: 65536}, f.Capacity)
+	require.Len(t, f.Deployments, 4)
 	resize := f.Deployments[0].Routes[0]
 	want := Revision{
 		Release: Release{ArtifactDigest: resize.Revisions[0].Release.ArtifactDigest, Version: "1.4.2"},
@@ -29,9 +30,8 @@ func TestDecodeGoodFile(t *testing.T) {
 			Placement:         policy.PlacementRestriction{Architectures: []string{"x86_64"}, Regions: []string{}, Zones: []string{}},
 		},
 	}
-	if resize.Name != "resize" || !reflect.DeepEqual(resize.Revisions[0], want) {
-		t.Fatalf("resize route decoded as %+v", resize)
-	}
+	assert.Equal(t, "resize", resize.Name)
+	assert.Equal(t, want, resize.Revisions[0])
 }
 
 // minimalCatalog is a valid catalog file as a tree a test can edit.
@@ -146,19 +146,15 @@ func TestDecodeReportsEveryProblemWithItsPath(t *testing.T) {
 			tree := minimalCatalog()
 			tt.edit(tree)
 			data, err := json.Marshal(tree)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			f, err := DecodeCatalogFile(data, tt.requireCapacity)
 			var got []string
 			for _, p := range strictjson.AsProblems(err) {
 				got = append(got, p.String())
 			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
-			}
-			if err == nil && !tt.requireCapacity && f.Capacity != GenerousCapacity {
-				t.Fatalf("an omitted capacity decodes as %+v", f.Capacity)
+			require.Equal(t, tt.want, got, "problems")
+			if err == nil && !tt.requireCapacity {
+				assert.Equal(t, GenerousCapacity, f.Capacity, "an omitted capacity")
 			}
 		})
 	}
@@ -170,17 +166,13 @@ func TestDecodeInsideALargerDocumentKeepsItsPaths(t *testing.T) {
 	doc := `{"catalog": ` + string(catalog) + `, "steps": [{"deployment": ` +
 		strings.Replace(string(deployment), `"threading":"single"`, `"threading":"multi","x":1`, 1) + `}]}`
 	tree, problems := strictjson.Parse([]byte(doc))
-	if tree == nil {
-		t.Fatal(problems)
-	}
+	require.NotNil(t, tree, problems)
 	d := strictjson.NewDecoder(problems)
 	f := decodeCatalogValue(d, tree.Members[0].Value, false)
 	dep := decodeDeploymentValue(d, tree.Members[1].Value.Items[0].Members[0].Value)
 	want := "steps[0].deployment.routes[0].revisions[0].policy.x: unknown key"
-	if err := d.Err(); err == nil || err.Error() != want {
-		t.Fatalf("problems %v, want %q", err, want)
-	}
-	if len(f.Deployments) != 1 || f.Capacity.MaxRevisions != 10 || dep.Routes[0].Revisions[0].Policy.Threading != policy.MultiThreaded {
-		t.Fatalf("decoded %+v and %+v", f, dep)
-	}
+	require.EqualError(t, d.Err(), want)
+	assert.Len(t, f.Deployments, 1)
+	assert.Equal(t, uint64(10), f.Capacity.MaxRevisions)
+	assert.Equal(t, policy.MultiThreaded, dep.Routes[0].Revisions[0].Policy.Threading)
 }

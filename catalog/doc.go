@@ -53,15 +53,16 @@
 //
 // The Catalog holds an atomic.Pointer to the current [Pin]. A pin holds
 // its deployments in a persistent hash array mapped trie keyed by
-// (tenant, service): each node branches 32 ways on 5 bits of a seeded
-// 64-bit hash of the two names and stores only its occupied slots, so
+// (tenant, service): each node branches 32 ways on 5 bits of a keyed
+// 64-bit hash of the two names (xxhash of a per-process random key, the
+// tenant's length and the names) and stores only its occupied slots, so
 // 10,000 deployments sit about three nodes deep. A change copies the
 // nodes on the path to its key, O(log32 n) small copies, and shares every
 // other node, and every untouched compiled deployment, with the pins
 // before it; an Apply, and the rebuild of a view from its store, pass one
 // edit token to all their changes, so a node they created is changed in
 // place until they publish and never after. Keys whose full hashes are
-// equal share an overflow node below the last level; the seed is chosen
+// equal share an overflow node below the last level; the key is chosen
 // per process, so no one who picks names can aim them at one path.
 // Deploy, Delete and Apply, serialized by a mutex, build the new pin,
 // write the store, and publish the pin last with one atomic store.

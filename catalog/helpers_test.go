@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"latent.dev/admission/policy"
 )
 
@@ -14,13 +16,9 @@ import (
 func goodFile(t testing.TB) File {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "testdata", "catalog", "good.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	f, err := DecodeCatalogFile(data, true)
-	if err != nil {
-		t.Fatalf("good.json: %v", err)
-	}
+	require.NoError(t, err, "good.json")
 	return f
 }
 
@@ -55,18 +53,14 @@ func weighted(tenant, service string, weights ...uint64) Deployment {
 func mustDeploy(t testing.TB, c *Catalog, d Deployment) uint64 {
 	t.Helper()
 	g, err := c.Deploy(d)
-	if err != nil {
-		t.Fatalf("Deploy(%s/%s): %v", d.Tenant, d.Service, err)
-	}
+	require.NoError(t, err, "Deploy(%s/%s)", d.Tenant, d.Service)
 	return g
 }
 
 func mustResolve(t testing.TB, p *Pin, target Target, key string) *policy.ResolvedRevision {
 	t.Helper()
 	rev, err := p.Resolve(target, key)
-	if err != nil {
-		t.Fatalf("Resolve(%v, %q): %v", target, key, err)
-	}
+	require.NoError(t, err, "Resolve(%v, %q)", target, key)
 	return rev
 }
 

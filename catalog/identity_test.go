@@ -4,24 +4,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"latent.dev/admission/policy"
 )
 
 func TestIdentitiesAreValidGeneratedIdentifiers(t *testing.T) {
 	f := goodFile(t)
 	c, err := FromFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	pin := c.Pin()
 	for _, ts := range pin.Deployments() {
 		d, _, _ := pin.Deployment(ts.Tenant, ts.Service)
 		for _, rt := range d.Routes {
 			for _, rev := range rt.Revisions {
 				for _, id := range []string{ReleaseID(rev.Release), RevisionID(d.Tenant, d.Service, rt, rev)} {
-					if len(id) != IdentityBytes || !policy.ValidIdentifier(id, policy.MinimumGeneratedIdentifierBytes) {
-						t.Fatalf("identity %q is not a valid generated identifier", id)
-					}
+					assert.Len(t, id, IdentityBytes)
+					assert.True(t, policy.ValidIdentifier(id, policy.MinimumGeneratedIdentifierBytes), "identity %q is not a valid generated identifier", id)
 				}
 			}
 		}
@@ -34,19 +34,8 @@ func TestIdentitiesAreStable(t *testing.T) {
 	// catalog, must derive the same identities.
 	d := weighted("acme", "thumbs", 1)
 	rt := d.Routes[0]
-	golden := map[string]string{
-		"release":  ReleaseID(Release{ArtifactDigest: "sha256:3f6c", Version: "1.4.2"}),
-		"revision": RevisionID("acme", "thumbs", rt, rt.Revisions[0]),
-	}
-	want := map[string]string{
-		"release":  goldenReleaseID,
-		"revision": goldenRevisionID,
-	}
-	for k, v := range golden {
-		if v != want[k] {
-			t.Errorf("%s identity = %s, want %s", k, v, want[k])
-		}
-	}
+	assert.Equal(t, goldenReleaseID, ReleaseID(Release{ArtifactDigest: "sha256:3f6c", Version: "1.4.2"}), "release identity")
+	assert.Equal(t, goldenRevisionID, RevisionID("acme", "thumbs", rt, rt.Revisions[0]), "revision identity")
 }
 
 const (
@@ -58,31 +47,18 @@ func TestRevisionIdentityCoversNamesReleaseAndPolicyButNotWeight(t *testing.T) {
 	base := weighted("acme", "thumbs", 1)
 	rt, rev := base.Routes[0], base.Routes[0].Revisions[0]
 	id := RevisionID("acme", "thumbs", rt, rev)
-	same := func(name string, got string) {
-		t.Helper()
-		if got != id {
-			t.Errorf("%s changed the revision identity", name)
-		}
-	}
-	differs := func(name string, got string) {
-		t.Helper()
-		if got == id {
-			t.Errorf("%s kept the revision identity", name)
-		}
-	}
 	heavier := rev
 	heavier.Weight = 99
-	same("the weight", RevisionID("acme", "thumbs", rt, heavier))
+	assert.Equal(t, id, RevisionID("acme", "thumbs", rt, heavier), "the weight changed the revision identity")
 	reordered := rev
 	reordered.Policy.Features = []string{"threads", "simd"}
 	plus := rev
 	plus.Policy.Features = []string{"simd", "threads"}
-	if RevisionID("acme", "thumbs", rt, reordered) != RevisionID("acme", "thumbs", rt, plus) {
-		t.Error("the order of features changed the revision identity")
-	}
-	differs("a feature", RevisionID("acme", "thumbs", rt, plus))
-	differs("the tenant", RevisionID("globex", "thumbs", rt, rev))
-	differs("the service", RevisionID("acme", "render", rt, rev))
+	assert.Equal(t, RevisionID("acme", "thumbs", rt, plus), RevisionID("acme", "thumbs", rt, reordered),
+		"the order of features changed the revision identity")
+	assert.NotEqual(t, id, RevisionID("acme", "thumbs", rt, plus), "a feature kept the revision identity")
+	assert.NotEqual(t, id, RevisionID("globex", "thumbs", rt, rev), "the tenant kept the revision identity")
+	assert.NotEqual(t, id, RevisionID("acme", "render", rt, rev), "the service kept the revision identity")
 	for _, change := range []func(*Route){
 		func(r *Route) { r.Name = "crop" },
 		func(r *Route) { r.Contract = "img.v2" },
@@ -90,22 +66,18 @@ func TestRevisionIdentityCoversNamesReleaseAndPolicyButNotWeight(t *testing.T) {
 	} {
 		other := rt
 		change(&other)
-		differs("a route field", RevisionID("acme", "thumbs", other, rev))
+		assert.NotEqual(t, id, RevisionID("acme", "thumbs", other, rev), "a route field kept the revision identity")
 	}
 	release := rev
 	release.Release.Version = "2"
-	differs("the release", RevisionID("acme", "thumbs", rt, release))
+	assert.NotEqual(t, id, RevisionID("acme", "thumbs", rt, release), "the release kept the revision identity")
 	depth := rev
 	depth.Policy.CallDepthLimit = 5
-	differs("the call depth limit", RevisionID("acme", "thumbs", rt, depth))
+	assert.NotEqual(t, id, RevisionID("acme", "thumbs", rt, depth), "the call depth limit kept the revision identity")
 	unset := rev
 	unset.Policy.DeploymentCeiling.WallTime = policy.Optional[time.Duration]{}
-	differs("an omitted ceiling dimension", RevisionID("acme", "thumbs", rt, unset))
+	assert.NotEqual(t, id, RevisionID("acme", "thumbs", rt, unset), "an omitted ceiling dimension kept the revision identity")
 	// Field boundaries are length-prefixed: moving a byte between two
 	// adjacent names is a different identity.
-	a := RevisionID("ab", "c", rt, rev)
-	b := RevisionID("a", "bc", rt, rev)
-	if a == b {
-		t.Error("tenant/service boundary is ambiguous")
-	}
+	assert.NotEqual(t, RevisionID("ab", "c", rt, rev), RevisionID("a", "bc", rt, rev), "tenant/service boundary is ambiguous")
 }

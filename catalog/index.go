@@ -1,12 +1,13 @@
 package catalog
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 
-	"latent.dev/admission/internal/strhash"
+	"github.com/cespare/xxhash/v2"
 )
 
 // The index is a persistent hash array mapped trie from (tenant, service)
@@ -52,16 +53,38 @@ const (
 	indexMask = 1<<indexBits - 1
 )
 
-// indexSeed keys the trie's hash. It is chosen per process: the index
-// lives only in memory, and a random seed keeps anyone who chooses names
-// from aiming them at one path of the trie.
-var indexSeed = rand.Uint64()
+// indexKey keys the trie's hash. It is chosen per process: the index
+// lives only in memory, and a key that nobody outside the process knows
+// keeps anyone who chooses names from aiming them at one path of the
+// trie.
+var indexKey = rand.Uint64()
 
-// keyHash is the hash the index places (tenant, service) by: one pass
-// over both names, the tenant's length included, so ("ab", "c") and
-// ("a", "bc") do not meet by construction.
+// keyHash is the hash the index places (tenant, service) by: xxhash of
+// the key, the tenant's length, the tenant and the service, one after
+// the other. The key goes in first rather than being folded into the
+// result, so two names that collide under one key need not collide
+// under another; the length makes ("ab", "c") and ("a", "bc") differ.
+// Names that fit are written into a stack buffer and hashed in one call,
+// longer ones are streamed through a Digest: the bytes, and so the hash,
+// are the same.
 func keyHash(tenant, service string) uint64 {
-	return strhash.Pair(indexSeed, tenant, service)
+	// Room for the key, the length and two names of 64 bytes, the
+	// example policy's limit.
+	const prefix = 8 + binary.MaxVarintLen64
+	var buf [prefix + 128]byte
+	binary.LittleEndian.PutUint64(buf[:], indexKey)
+	n := 8 + binary.PutUvarint(buf[8:], uint64(len(tenant)))
+	if len(tenant)+len(service) <= len(buf)-prefix {
+		n += copy(buf[n:], tenant)
+		n += copy(buf[n:], service)
+		return xxhash.Sum64(buf[:n])
+	}
+	var d xxhash.Digest
+	d.Reset()
+	d.Write(buf[:n])
+	d.WriteString(tenant)
+	d.WriteString(service)
+	return d.Sum64()
 }
 
 // editTokens hands out edit tokens; 0 is never one.

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"testing"
 	"unsafe"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // indexModel is the reference the index is held to: a map.
@@ -123,9 +125,9 @@ func TestIndexAnswersLikeAMap(t *testing.T) {
 				for _, k := range keys {
 					x, _ = x.remove(hash(k.Tenant, k.Service), k.Tenant, k.Service, edit)
 				}
-				if x.count != 0 || len(x.root.slots) != 0 || len(x.root.overflow) != 0 {
-					t.Fatalf("an emptied index: count %d, root %+v", x.count, x.root)
-				}
+				assert.Zero(t, x.count, "an emptied index's count")
+				assert.Empty(t, x.root.slots, "an emptied index's root")
+				assert.Empty(t, x.root.overflow, "an emptied index's root")
 			}
 		})
 	}
@@ -156,25 +158,18 @@ func TestIndexStaysShallow(t *testing.T) {
 	// in about one run in six and its first 35 bits (depth 8) in about one
 	// in 170; depth 9 needs 40 shared bits, about one run in 5,000. A trie
 	// that degraded toward a list would be thousands of levels deep.
-	if d := deepest(x.root, 1); d > 8 {
-		t.Fatalf("a trie of %d keys is %d levels deep", n, d)
-	}
+	assert.LessOrEqual(t, deepest(x.root, 1), 8, "levels in a trie of %d keys", n)
 }
 
 func TestIndexNodeSizes(t *testing.T) {
-	if s := unsafe.Sizeof(indexSlot{}); s != 24 {
-		t.Fatalf("an index slot takes %d bytes, want 24", s)
-	}
+	assert.Equal(t, uintptr(24), unsafe.Sizeof(indexSlot{}), "bytes of an index slot")
 }
 
 func TestAnIndexChangeWithoutATokenPanics(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("no panic")
-		}
-	}()
 	x := emptyIndex()
-	x.put(1, &deployment{tenant: "a", service: "b"}, 0)
+	assert.PanicsWithValue(t, "catalog: index changed without an edit token", func() {
+		x.put(1, &deployment{tenant: "a", service: "b"}, 0)
+	})
 }
 
 // referenceResolve is Resolve written the plain way, from a deployment

@@ -1,10 +1,12 @@
 package catalog
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestRoutingHashIsStable(t *testing.T) {
@@ -19,9 +21,7 @@ func TestRoutingHashIsStable(t *testing.T) {
 		{"k1", 0x4a2b30eb98962955},
 		{"user-42", 0xa39532c7ab051e8d},
 	} {
-		if got := RoutingHash(tt.key); got != tt.want {
-			t.Errorf("RoutingHash(%q) = %#x, want %#x", tt.key, got, tt.want)
-		}
+		assert.Equal(t, tt.want, RoutingHash(tt.key), "RoutingHash(%q)", tt.key)
 	}
 }
 
@@ -62,13 +62,9 @@ func TestResolveSplitFollowsWeights(t *testing.T) {
 	for i, w := range weights {
 		got := float64(counts[i]) / keys
 		want := float64(w) / 100
-		if math.Abs(got-want) > 0.01 {
-			t.Errorf("revision %d (weight %d): %.4f of keys, want %.2f ± 0.01", i, w, got, want)
-		}
+		assert.InDelta(t, want, got, 0.01, "revision %d (weight %d): share of keys", i, w)
 	}
-	if counts[1] != 0 {
-		t.Errorf("a weight-0 revision was selected %d times", counts[1])
-	}
+	assert.Zero(t, counts[1], "times a weight-0 revision was selected")
 }
 
 func TestWeightZeroIsNeverSelected(t *testing.T) {
@@ -106,9 +102,8 @@ func TestTargetsThatDoNotResolve(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rev, err := pin.Resolve(tt.target, "k")
-			if !errors.Is(err, ErrNotResolved) || rev != nil {
-				t.Fatalf("Resolve = %+v, %v", rev, err)
-			}
+			assert.ErrorIs(t, err, ErrNotResolved)
+			assert.Nil(t, rev)
 		})
 	}
 	t.Run("a single revision of the largest weight always resolves", func(t *testing.T) {
@@ -121,15 +116,14 @@ func TestResolvedRevisionIsFreshAndComplete(t *testing.T) {
 	g := mustDeploy(t, c, weighted("acme", "thumbs", 1))
 	a := mustResolve(t, c.Pin(), Target{"acme", "thumbs", "resize"}, "k")
 	b := mustResolve(t, c.Pin(), Target{"acme", "thumbs", "resize"}, "k")
-	if a == b {
-		t.Fatal("Resolve shares its result between callers")
-	}
+	require.NotSame(t, a, b, "Resolve shares its result between callers")
 	a.Tenant = "changed"
-	if b.Tenant != "acme" || b.Service != "thumbs" || b.Route != "resize" || b.Contract != "img.v1" ||
-		b.Function != "resize" || b.Generation != g || b.Attributes != nil {
-		t.Fatalf("resolved %+v", b)
-	}
-	if b.Release != ReleaseID(Release{ArtifactDigest: "sha256:0a", Version: "1.0.0"}) {
-		t.Fatalf("release %s", b.Release)
-	}
+	assert.Equal(t, "acme", b.Tenant)
+	assert.Equal(t, "thumbs", b.Service)
+	assert.Equal(t, "resize", b.Route)
+	assert.Equal(t, "img.v1", b.Contract)
+	assert.Equal(t, "resize", b.Function)
+	assert.Equal(t, g, b.Generation)
+	assert.Nil(t, b.Attributes)
+	assert.Equal(t, ReleaseID(Release{ArtifactDigest: "sha256:0a", Version: "1.0.0"}), b.Release)
 }

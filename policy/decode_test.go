@@ -6,6 +6,9 @@ import (
 	"os"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"latent.dev/admission/policy"
 )
 
@@ -37,9 +40,7 @@ func (c ruleCase) file(t testing.TB) []byte {
 // replaceOnce replaces the single occurrence of old in data.
 func replaceOnce(t testing.TB, data []byte, old, new string) []byte {
 	t.Helper()
-	if n := bytes.Count(data, []byte(old)); n != 1 {
-		t.Fatalf("%q occurs %d times in the base file", old, n)
-	}
+	require.Equal(t, 1, bytes.Count(data, []byte(old)), "occurrences of %q in the base file", old)
 	return bytes.Replace(data, []byte(old), []byte(new), 1)
 }
 
@@ -296,16 +297,10 @@ func TestDecodePolicyAcceptsTheValidFiles(t *testing.T) {
 	for _, file := range []string{validPolicyFile, "../testdata/policy/node.json"} {
 		t.Run(file, func(t *testing.T) {
 			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			p, err := policy.DecodePolicy(data)
-			if err != nil {
-				t.Fatalf("DecodePolicy: %v", err)
-			}
-			if p == nil {
-				t.Fatal("DecodePolicy returned a nil policy and no error")
-			}
+			require.NoError(t, err)
+			assert.NotNil(t, p, "DecodePolicy returned a nil policy and no error")
 		})
 	}
 }
@@ -315,20 +310,13 @@ func TestDecodePolicyRules(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p, err := policy.DecodePolicy(c.file(t))
 			if c.want == nil {
-				if err != nil {
-					t.Fatalf("DecodePolicy: unexpected error:\n%v", err)
-				}
-				if _, err := policy.Compile(p); err != nil {
-					t.Fatalf("Compile: %v", err)
-				}
+				require.NoError(t, err, "DecodePolicy")
+				_, err := policy.Compile(p)
+				assert.NoError(t, err, "Compile")
 				return
 			}
-			if err == nil {
-				t.Fatal("DecodePolicy accepted the file")
-			}
-			if p != nil {
-				t.Error("DecodePolicy returned a policy along with its error")
-			}
+			require.Error(t, err, "DecodePolicy accepted the file")
+			assert.Nil(t, p, "DecodePolicy returned a policy along with its error")
 			got := problemsOf(t, err)
 			assertProblems(t, got, c.want)
 		})
@@ -342,7 +330,5 @@ func TestDecodePolicyErrorText(t *testing.T) {
 	d.set("node.budget_ceiling.wall_time_ms", 0)
 	_, err := policy.DecodePolicy(d.encode())
 	const want = "colour: unknown key\nnode.budget_ceiling.wall_time_ms: must be positive"
-	if err == nil || err.Error() != want {
-		t.Fatalf("error text = %q, want %q", err, want)
-	}
+	assert.EqualError(t, err, want)
 }

@@ -3,12 +3,13 @@ package policy_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/policy"
@@ -21,9 +22,7 @@ const validPolicyFile = "testdata/valid.json"
 func readValid(t testing.TB) []byte {
 	t.Helper()
 	data, err := os.ReadFile(validPolicyFile)
-	if err != nil {
-		t.Fatalf("reading %s: %v", validPolicyFile, err)
-	}
+	require.NoError(t, err)
 	return data
 }
 
@@ -31,9 +30,7 @@ func readValid(t testing.TB) []byte {
 func decodeValid(t testing.TB) *policy.NodeAdmissionPolicy {
 	t.Helper()
 	p, err := policy.DecodePolicy(readValid(t))
-	if err != nil {
-		t.Fatalf("DecodePolicy(%s): %v", validPolicyFile, err)
-	}
+	require.NoError(t, err, "DecodePolicy(%s)", validPolicyFile)
 	return p
 }
 
@@ -53,9 +50,7 @@ func newDocument(t testing.TB) *document {
 	dec := json.NewDecoder(bytes.NewReader(readValid(t)))
 	dec.UseNumber()
 	var root map[string]any
-	if err := dec.Decode(&root); err != nil {
-		t.Fatalf("decoding %s: %v", validPolicyFile, err)
-	}
+	require.NoError(t, dec.Decode(&root), "decoding %s", validPolicyFile)
 	return &document{t: t, root: root}
 }
 
@@ -221,9 +216,7 @@ type want struct {
 func problemsOf(t testing.TB, err error) strictjson.Problems {
 	t.Helper()
 	var ps strictjson.Problems
-	if !errors.As(err, &ps) {
-		t.Fatalf("error %T %q is not a strictjson.Problems", err, err)
-	}
+	require.ErrorAs(t, err, &ps)
 	return ps
 }
 

@@ -3,6 +3,8 @@ package policy_test
 import (
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"latent.dev/admission/policy"
 )
 
@@ -10,63 +12,47 @@ func TestCellClassNamesRoundTrip(t *testing.T) {
 	want := []string{"tiny", "small", "standard", "large", "extra-large"}
 	for i, name := range want {
 		class := policy.CellClass(i)
-		if class.String() != name {
-			t.Errorf("CellClass(%d).String() = %q, want %q", i, class, name)
-		}
-		if got, ok := policy.ParseCellClass(name); !ok || got != class {
-			t.Errorf("ParseCellClass(%q) = %v, %v", name, got, ok)
-		}
+		assert.Equal(t, name, class.String(), "CellClass(%d).String()", i)
+		got, ok := policy.ParseCellClass(name)
+		assert.True(t, ok, "ParseCellClass(%q) failed", name)
+		assert.Equal(t, class, got, "ParseCellClass(%q)", name)
 	}
-	if got := policy.CellClass(policy.NumCellClasses).String(); got != "invalid-cell-class" {
-		t.Errorf("String of an invalid class = %q", got)
-	}
+	assert.Equal(t, "invalid-cell-class", policy.CellClass(policy.NumCellClasses).String())
 	for _, name := range []string{"", "Tiny", "medium", "extra_large"} {
-		if _, ok := policy.ParseCellClass(name); ok {
-			t.Errorf("ParseCellClass(%q) succeeded", name)
-		}
+		_, ok := policy.ParseCellClass(name)
+		assert.False(t, ok, "ParseCellClass(%q) succeeded", name)
 	}
 }
 
 func TestThreadingNamesRoundTrip(t *testing.T) {
 	for _, th := range []policy.Threading{policy.SingleThreaded, policy.MultiThreaded} {
-		if got, ok := policy.ParseThreading(th.String()); !ok || got != th {
-			t.Errorf("ParseThreading(%q) = %v, %v", th, got, ok)
-		}
+		got, ok := policy.ParseThreading(th.String())
+		assert.True(t, ok, "ParseThreading(%q) failed", th)
+		assert.Equal(t, th, got, "ParseThreading(%q)", th)
 	}
-	if got := policy.Threading(0).String(); got != "invalid-threading" {
-		t.Errorf("Threading(0).String() = %q", got)
-	}
-	if _, ok := policy.ParseThreading("Single"); ok {
-		t.Error(`ParseThreading("Single") succeeded`)
-	}
+	assert.Equal(t, "invalid-threading", policy.Threading(0).String())
+	_, ok := policy.ParseThreading("Single")
+	assert.False(t, ok, `ParseThreading("Single") succeeded`)
 }
 
 func TestPrincipalKindNamesRoundTrip(t *testing.T) {
 	for _, k := range []policy.PrincipalKind{policy.UserPrincipal, policy.ServicePrincipal, policy.AnonymousPrincipal} {
-		if got, ok := policy.ParsePrincipalKind(k.String()); !ok || got != k {
-			t.Errorf("ParsePrincipalKind(%q) = %v, %v", k, got, ok)
-		}
+		got, ok := policy.ParsePrincipalKind(k.String())
+		assert.True(t, ok, "ParsePrincipalKind(%q) failed", k)
+		assert.Equal(t, k, got, "ParsePrincipalKind(%q)", k)
 	}
-	if got := policy.PrincipalKind(0).String(); got != "invalid-principal-kind" {
-		t.Errorf("PrincipalKind(0).String() = %q", got)
-	}
-	if _, ok := policy.ParsePrincipalKind(""); ok {
-		t.Error(`ParsePrincipalKind("") succeeded`)
-	}
+	assert.Equal(t, "invalid-principal-kind", policy.PrincipalKind(0).String())
+	_, ok := policy.ParsePrincipalKind("")
+	assert.False(t, ok, `ParsePrincipalKind("") succeeded`)
 }
 
 func TestSets(t *testing.T) {
 	cells := policy.CellClassSet(0).With(policy.Tiny).With(policy.ExtraLarge)
 	for class := range policy.CellClass(policy.NumCellClasses) {
-		if got, want := cells.Has(class), class == policy.Tiny || class == policy.ExtraLarge; got != want {
-			t.Errorf("cell set Has(%v) = %v", class, got)
-		}
+		assert.Equal(t, class == policy.Tiny || class == policy.ExtraLarge, cells.Has(class), "cell set Has(%v)", class)
 	}
 	threads := policy.ThreadingSet(0).With(policy.MultiThreaded)
-	if threads.Has(policy.SingleThreaded) || !threads.Has(policy.MultiThreaded) {
-		t.Errorf("threading set %b", threads)
-	}
-	if policy.ThreadingSet(0xff).Has(0) {
-		t.Error("the zero threading model is in a full set")
-	}
+	assert.False(t, threads.Has(policy.SingleThreaded), "threading set %b", threads)
+	assert.True(t, threads.Has(policy.MultiThreaded), "threading set %b", threads)
+	assert.False(t, policy.ThreadingSet(0xff).Has(0), "the zero threading model is in a full set")
 }

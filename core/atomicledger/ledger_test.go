@@ -3,6 +3,7 @@ package atomicledger
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -121,11 +122,29 @@ func TestPreCheck(t *testing.T) {
 }
 
 func TestFingerprintSeparatesTenants(t *testing.T) {
-	if FingerprintOf(0, "x") == FingerprintOf(1, "x") {
-		t.Fatal("tenants share a fingerprint")
+	for _, id := range []string{"x", strings.Repeat("x", 96), strings.Repeat("x", 97), strings.Repeat("x", 300)} {
+		if FingerprintOf(0, id) == FingerprintOf(1, id) {
+			t.Fatalf("tenants share the fingerprint of a %d-byte ID", len(id))
+		}
+		if FingerprintOf(0, id) == 0 {
+			t.Fatal("zero fingerprint")
+		}
+		if FingerprintOf(0, id) != FingerprintOf(0, strings.Clone(id)) {
+			t.Fatal("the fingerprint depends on where the bytes are")
+		}
 	}
-	if FingerprintOf(0, "x") == 0 {
-		t.Fatal("zero fingerprint")
+	if FingerprintOf(0, "x") == FingerprintOf(0, "xx") {
+		t.Fatal("an ID and its repetition share a fingerprint")
+	}
+}
+
+// The fingerprint of an ID that fits the stack buffer, and of one
+// streamed through a Digest, allocates nothing.
+func TestFingerprintAllocatesNothing(t *testing.T) {
+	for _, id := range []string{"act-1", strings.Repeat("x", 300)} {
+		if n := testing.AllocsPerRun(100, func() { FingerprintOf(3, id) }); n != 0 {
+			t.Fatalf("FingerprintOf of a %d-byte ID allocates %v times", len(id), n)
+		}
 	}
 }
 

@@ -1,11 +1,13 @@
 package atomicledger
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"math/rand/v2"
 	"sync/atomic"
 
-	"latent.dev/admission/internal/strhash"
+	"github.com/cespare/xxhash/v2"
+
 	"latent.dev/admission/policy"
 )
 
@@ -13,16 +15,36 @@ import (
 // never a fingerprint: it marks an empty index slot.
 type Fingerprint uint64
 
-// fingerprintSeed keys fingerprints. It is chosen per process: nothing
-// outside memory ever holds a fingerprint, and a random seed keeps
-// whoever chooses activation IDs from aiming them at one probe run of the
-// index.
-var fingerprintSeed = rand.Uint64()
+// fingerprintKey keys fingerprints. It is chosen per process: nothing
+// outside memory ever holds a fingerprint, and a key that nobody outside
+// the process knows keeps whoever chooses activation IDs from aiming them
+// at one probe run of the index.
+var fingerprintKey = rand.Uint64()
 
-// FingerprintOf hashes a live-table key. The tenant is part of the key, so
-// one tenant can neither block nor detect another tenant's IDs.
+// FingerprintOf hashes a live-table key: xxhash of the process's key, the
+// tenant and the activation ID, one after the other. The key goes in
+// first rather than being folded into the result, so IDs that collide
+// under one key need not collide under another. The tenant is part of
+// the key, so one tenant can neither block nor detect another tenant's
+// IDs. An ID that fits is written into a stack buffer and hashed in one
+// call, a longer one is streamed through a Digest: the bytes, and so the
+// hash, are the same.
 func FingerprintOf(tenant policy.TenantID, activationID string) Fingerprint {
-	h := strhash.String(fingerprintSeed^(uint64(uint32(tenant))+1)*0x9e3779b97f4a7c15, activationID)
+	const prefix = 8 + 4
+	var buf [prefix + 96]byte // IDs up to 96 bytes, above the example policy's 64
+	binary.LittleEndian.PutUint64(buf[:], fingerprintKey)
+	binary.LittleEndian.PutUint32(buf[8:], uint32(tenant))
+	var h uint64
+	if len(activationID) <= len(buf)-prefix {
+		n := prefix + copy(buf[prefix:], activationID)
+		h = xxhash.Sum64(buf[:n])
+	} else {
+		var d xxhash.Digest
+		d.Reset()
+		d.Write(buf[:prefix])
+		d.WriteString(activationID)
+		h = d.Sum64()
+	}
 	if h == 0 {
 		h = 1
 	}

@@ -1,7 +1,6 @@
 package metrics_test
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -18,6 +17,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"latent.dev/admission/core"
 	"latent.dev/admission/edge/metrics"
@@ -30,14 +31,10 @@ func scrape(t *testing.T, reg *prometheus.Registry) (map[string]float64, map[str
 	rec := httptest.NewRecorder()
 	promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}).
 		ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("scrape: %d %s", rec.Code, rec.Body)
-	}
+	require.Equal(t, http.StatusOK, rec.Code, "scrape: %s", rec.Body)
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(rec.Body)
-	if err != nil {
-		t.Fatalf("parse: %v", err)
-	}
+	require.NoError(t, err, "parse")
 	values, types := map[string]float64{}, map[string]dto.MetricType{}
 	for name, f := range families {
 		types[name] = f.GetType()
@@ -87,9 +84,7 @@ func rejectionSeries(e core.Error) string {
 func register(t testing.TB, n *node) *prometheus.Registry {
 	t.Helper()
 	c, err := metrics.New(metrics.Config{Provider: n.provider, Load: n.load, Clock: n.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	return reg
@@ -103,22 +98,16 @@ func TestScrapeAfterAKnownSequence(t *testing.T) {
 	n := newNode(t)
 	reg := register(t, n)
 	at := func(d time.Duration) time.Time { return n.t0.Add(d) }
-	if err := n.load.Publish(core.LoadSample{Sequence: 1, ObservedAt: at(0), CPUPressure: 0.25, MemoryPressure: 0.5}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, n.load.Publish(core.LoadSample{Sequence: 1, ObservedAt: at(0), CPUPressure: 0.25, MemoryPressure: 0.5}))
 	admit := func(req *core.AdmissionRequest) *core.AdmissionPermit {
 		t.Helper()
 		n.clock.set(at(10 * time.Millisecond))
 		p, err := n.controller.AdmitNow(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return p
 	}
 	executing, err := admit(request("acme")).StartExecution()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer executing.Release()
 	queued := admit(request("acme"))
 	defer queued.Release()
@@ -126,13 +115,10 @@ func TestScrapeAfterAKnownSequence(t *testing.T) {
 
 	// A leaked permit: dropped without release, reclaimed by the GC.
 	func() { admit(request("globex")) }()
-	for i := 0; n.provider.Metrics().Leaked == 0; i++ {
-		if i == 200 {
-			t.Fatal("the dropped permit was never reclaimed")
-		}
+	require.Eventually(t, func() bool {
 		runtime.GC()
-		time.Sleep(time.Millisecond)
-	}
+		return n.provider.Metrics().Leaked != 0
+	}, time.Second, time.Millisecond, "the dropped permit was never reclaimed")
 
 	rejected := map[string]float64{}
 	reject := func(req *core.AdmissionRequest, now time.Duration, reason core.Reason) {
@@ -140,9 +126,8 @@ func TestScrapeAfterAKnownSequence(t *testing.T) {
 		n.clock.set(at(now))
 		_, err := n.controller.AdmitNow(req)
 		var e core.Error
-		if !errors.As(err, &e) || e.Reason() != reason {
-			t.Fatalf("got %v, want %s", err, reason)
-		}
+		require.ErrorAs(t, err, &e)
+		require.Equal(t, reason, e.Reason(), "%v", err)
 		rejected[rejectionSeries(e)]++
 	}
 	for range 2 {
@@ -156,12 +141,9 @@ func TestScrapeAfterAKnownSequence(t *testing.T) {
 	reject(request("acme"), 10*time.Second, core.ReasonLoadUnavailable)
 
 	// One refused publish, then a valid sample half a second in.
-	if err := n.load.Publish(core.LoadSample{Sequence: 2, ObservedAt: at(100 * time.Millisecond), CPUPressure: math.NaN()}); err == nil {
-		t.Fatal("a NaN pressure was accepted")
-	}
-	if err := n.load.Publish(core.LoadSample{Sequence: 3, ObservedAt: at(500 * time.Millisecond), CPUPressure: 0.75, MemoryPressure: 0.125}); err != nil {
-		t.Fatal(err)
-	}
+	require.Error(t, n.load.Publish(core.LoadSample{Sequence: 2, ObservedAt: at(100 * time.Millisecond), CPUPressure: math.NaN()}),
+		"a NaN pressure was accepted")
+	require.NoError(t, n.load.Publish(core.LoadSample{Sequence: 3, ObservedAt: at(500 * time.Millisecond), CPUPressure: 0.75, MemoryPressure: 0.125}))
 	n.clock.set(at(2 * time.Second))
 
 	want := map[string]float64{
@@ -222,30 +204,15 @@ func TestScrapeAfterAKnownSequence(t *testing.T) {
 	}
 
 	got, types := scrape(t, reg)
-	for k, v := range want {
-		if g, ok := got[k]; !ok {
-			t.Errorf("missing %s (want %v)", k, v)
-		} else if g != v {
-			t.Errorf("%s = %v, want %v", k, g, v)
-		}
-	}
-	for k, v := range got {
-		if _, ok := want[k]; !ok {
-			t.Errorf("unexpected series %s = %v", k, v)
-		}
-	}
+	assert.Equal(t, want, got, "series")
 	wantTypes := map[string]dto.MetricType{
 		"latent_admission_admitted_total": dto.MetricType_COUNTER, "latent_admission_rejected_total": dto.MetricType_COUNTER,
 		"latent_admission_leaked_permits_total": dto.MetricType_COUNTER, "latent_admission_reserved": dto.MetricType_GAUGE,
 		"latent_admission_limit": dto.MetricType_GAUGE, "latent_admission_load_pressure": dto.MetricType_GAUGE,
 		"latent_admission_load_sample_age_seconds": dto.MetricType_GAUGE, "latent_admission_load_publish_rejected_total": dto.MetricType_COUNTER,
 	}
-	if fmt.Sprint(types) != fmt.Sprint(wantTypes) {
-		t.Errorf("families %v, want %v", types, wantTypes)
-	}
-	if len(rejected) != 3 {
-		t.Errorf("the sequence hit %d distinct errors, want 3: %v", len(rejected), rejected)
-	}
+	assert.Equal(t, wantTypes, types, "families")
+	assert.Len(t, rejected, 3, "distinct errors the sequence hit")
 }
 
 // Rejections that name 10,000 distinct unknown tenants and services add
@@ -253,9 +220,7 @@ func TestScrapeAfterAKnownSequence(t *testing.T) {
 func TestDistinctRejectedNamesAddNoSeries(t *testing.T) {
 	n := newNode(t)
 	reg := register(t, n)
-	if err := n.load.Publish(core.LoadSample{Sequence: 1, ObservedAt: n.t0, CPUPressure: 0.1, MemoryPressure: 0.1}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, n.load.Publish(core.LoadSample{Sequence: 1, ObservedAt: n.t0, CPUPressure: 0.1, MemoryPressure: 0.1}))
 	before, _ := scrape(t, reg)
 	for i := range 10_000 {
 		req := request("acme")
@@ -265,55 +230,40 @@ func TestDistinctRejectedNamesAddNoSeries(t *testing.T) {
 		} else {
 			req.Revision.Service = fmt.Sprintf("svc-%d", i)
 		}
-		if _, err := n.controller.AdmitNow(req); err == nil {
-			t.Fatal("an unknown tenant or service was admitted")
-		}
+		_, err := n.controller.AdmitNow(req)
+		require.Error(t, err, "an unknown tenant or service was admitted")
 	}
 	after, _ := scrape(t, reg)
-	if len(after) != len(before) {
-		t.Fatalf("%d series before, %d after 10,000 distinct rejections", len(before), len(after))
-	}
 	for k := range after {
-		if _, ok := before[k]; !ok {
-			t.Errorf("new series %s", k)
-		}
-		if strings.Contains(k, "tenant-") || strings.Contains(k, "svc-") {
-			t.Errorf("a request's name reached a label: %s", k)
-		}
+		assert.Contains(t, before, k, "a series new after 10,000 distinct rejections")
+		assert.NotContains(t, k, "tenant-", "a request's name reached a label")
+		assert.NotContains(t, k, "svc-", "a request's name reached a label")
 	}
+	assert.Len(t, after, len(before), "series after 10,000 distinct rejections")
 	var total float64
 	for k, v := range after {
 		if strings.HasPrefix(k, "latent_admission_rejected_total{") {
 			total += v
 		}
 	}
-	if total != 10_000 {
-		t.Errorf("rejections counted %v, want 10000", total)
-	}
+	assert.Equal(t, 10_000.0, total, "rejections counted")
 }
 
 func TestNewNeedsAProvider(t *testing.T) {
-	if _, err := metrics.New(metrics.Config{}); !errors.Is(err, metrics.ErrNoProvider) {
-		t.Errorf("New without a provider: %v", err)
-	}
+	_, err := metrics.New(metrics.Config{})
+	assert.ErrorIs(t, err, metrics.ErrNoProvider)
 }
 
 // Without a load state the load series are absent, and the rest scrape.
 func TestWithoutLoadStateTheLoadSeriesAreAbsent(t *testing.T) {
 	n := newNode(t)
 	c, err := metrics.New(metrics.Config{Provider: n.provider})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	_, types := scrape(t, reg)
 	for name := range types {
-		if strings.Contains(name, "load") {
-			t.Errorf("unexpected %s", name)
-		}
+		assert.NotContains(t, name, "load")
 	}
-	if _, ok := types["latent_admission_reserved"]; !ok {
-		t.Error("reserved gauges missing")
-	}
+	assert.Contains(t, types, "latent_admission_reserved")
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"latent.dev/admission/core"
 	"latent.dev/admission/core/deadline"
@@ -38,37 +40,25 @@ type pipelineNode struct {
 func newPipelineNode(t *testing.T, clock deadline.Clock, plan synthetic.Plan) *pipelineNode {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "policy", "node.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	p, err := policy.DecodePolicy(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	p.Node.Overload.MaximumObservationAge = time.Minute
 	provider, err := core.NewLocalQuotaProvider(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	now := time.Now
 	if clock != nil {
 		now = clock.Now
 	}
 	load := core.NewNodeLoadState(time.Minute, clock)
-	if err := load.Publish(core.LoadSample{Sequence: 1, ObservedAt: now(), CPUPressure: 0.1, MemoryPressure: 0.1}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, load.Publish(core.LoadSample{Sequence: 1, ObservedAt: now(), CPUPressure: 0.1, MemoryPressure: 0.1}))
 	n := &pipelineNode{provider: provider, backend: synthetic.New(plan)}
 	n.controller = provider.Controller(core.ControllerConfig{Source: source{}, Load: load, Clock: clock})
 	n.pipe, err = pipeline.New(provider, pipeline.Config{Backends: map[string]runner.Backend{"wasm": n.backend}, Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(n.pipe.Close)
 	c, err := metrics.New(metrics.Config{Provider: provider, Load: load, Clock: clock, Runner: n.pipe.Runner(), Scheduler: n.pipe.Scheduler()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	n.reg = prometheus.NewPedanticRegistry()
 	n.reg.MustRegister(c)
 	return n
@@ -118,9 +108,8 @@ func TestActivationOutcomesAfterAKnownSequence(t *testing.T) {
 			req.RequestedBudget.WallTime = policy.Some(300 * time.Millisecond)
 		}
 		rep, _ := n.pipe.Invoke(context.Background(), n.controller, req, []byte(input))
-		if rep.Outcome != wantOutcome || rep.Disposition != wantDisposition {
-			t.Fatalf("%s: %v/%v, want %v/%v", input, rep.Outcome, rep.Disposition, wantOutcome, wantDisposition)
-		}
+		require.Equal(t, wantOutcome, rep.Outcome, input)
+		require.Equal(t, wantDisposition, rep.Disposition, input)
 	}
 	for range 3 {
 		invoke("ok", runner.Succeeded, runner.Released)
@@ -139,60 +128,50 @@ func TestActivationOutcomesAfterAKnownSequence(t *testing.T) {
 	// Cancelled by its caller while running.
 	ctx, cancel := context.WithCancel(context.Background())
 	permit, err := n.controller.AdmitNow(request("acme"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	a, err := n.pipe.Submit(ctx, permit, []byte("canceled"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	<-started
 	cancel()
 	rep, _ := a.Wait(context.Background())
-	if rep.Outcome != runner.Canceled || rep.Disposition != runner.Released {
-		t.Fatalf("canceled: %v/%v", rep.Outcome, rep.Disposition)
-	}
+	require.Equal(t, runner.Canceled, rep.Outcome)
+	require.Equal(t, runner.Released, rep.Disposition)
 
 	got, types := nodeSeries(t, n.reg)
 	wantSeries := map[string]float64{
 		"success": 3, "declared-error": 1, "trap": 3, "deadline": 2, "fuel": 1, "platform-failure": 1, "uncertain-cleanup": 2,
 	}
+	activations := func(scraped map[string]float64) map[string]float64 {
+		out := map[string]float64{}
+		for k, v := range scraped {
+			if strings.HasPrefix(k, "latent_node_activations_total") {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	want := map[string]float64{}
 	var total float64
 	for label, v := range wantSeries {
 		total += v
-		k := series("latent_node_activations_total", "outcome="+label)
-		if got[k] != v {
-			t.Errorf("%s = %v, want %v", k, got[k], v)
-		}
-		delete(got, k)
+		want[series("latent_node_activations_total", "outcome="+label)] = v
 	}
-	for k, v := range got {
-		if strings.HasPrefix(k, "latent_node_activations_total") {
-			t.Errorf("unexpected series %s = %v", k, v)
-		}
-	}
-	if types["latent_node_activations_total"] != dto.MetricType_COUNTER || types["latent_node_queue_wait_seconds"] != dto.MetricType_HISTOGRAM {
-		t.Errorf("families %v", types)
-	}
+	assert.Equal(t, want, activations(got))
+	assert.Equal(t, dto.MetricType_COUNTER, types["latent_node_activations_total"])
+	assert.Equal(t, dto.MetricType_HISTOGRAM, types["latent_node_queue_wait_seconds"])
 	// No double counting: the series add up to the runner's activations
 	// and to the guests the backend ran, one per activation.
 	var executed int64
 	for _, v := range n.pipe.Runner().Stats().Outcomes {
 		executed += v
 	}
-	if total != float64(executed) || total != 13 || n.backend.Runs() != 13 {
-		t.Errorf("series total %v, runner %d, backend runs %d, want 13", total, executed, n.backend.Runs())
-	}
-	if v := n.backend.Violations(); v != 0 {
-		t.Errorf("%d cell violations", v)
-	}
+	assert.Equal(t, 13.0, total, "series total")
+	assert.Equal(t, int64(13), executed, "the runner's activations")
+	assert.Equal(t, int64(13), n.backend.Runs(), "the backend's runs")
+	assert.Zero(t, n.backend.Violations(), "cell violations")
 	// A second scrape of an idle node reads the same.
 	again, _ := nodeSeries(t, n.reg)
-	for label, v := range wantSeries {
-		if k := series("latent_node_activations_total", "outcome="+label); again[k] != v {
-			t.Errorf("second scrape %s = %v, want %v", k, again[k], v)
-		}
-	}
+	assert.Equal(t, want, activations(again), "second scrape")
 }
 
 // Known waits on an injected clock: activations queue behind held cells,
@@ -220,13 +199,9 @@ func TestQueueWaitHistogramAfterKnownWaits(t *testing.T) {
 		req := request("acme")
 		req.Priority = priority
 		permit, err := n.controller.AdmitNow(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		a, err := n.pipe.Submit(context.Background(), permit, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		acts = append(acts, a)
 	}
 	submit(0, 0)                     // batch: waits 2.5s
@@ -238,9 +213,9 @@ func TestQueueWaitHistogramAfterKnownWaits(t *testing.T) {
 		l.Release()
 	}
 	for _, a := range acts {
-		if rep, err := a.Wait(context.Background()); err != nil || rep.Outcome != runner.Succeeded {
-			t.Fatalf("activation: %v %v", rep.Outcome, err)
-		}
+		rep, err := a.Wait(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, runner.Succeeded, rep.Outcome)
 	}
 
 	got, _ := nodeSeries(t, n.reg)
@@ -272,21 +247,8 @@ func TestQueueWaitHistogramAfterKnownWaits(t *testing.T) {
 	}
 	hist("batch", 2500*time.Millisecond, 100*time.Millisecond, 3*time.Millisecond)
 	hist("interactive", 500*time.Millisecond)
-	for k, v := range want {
-		if g, ok := got[k]; !ok {
-			t.Errorf("missing %s (want %v)", k, v)
-		} else if g != v {
-			t.Errorf("%s = %v, want %v", k, g, v)
-		}
-	}
-	for k, v := range got {
-		if _, ok := want[k]; !ok {
-			t.Errorf("unexpected series %s = %v", k, v)
-		}
-	}
-	if v := want[series("latent_node_activations_total", "outcome=success")]; v != 4 {
-		t.Errorf("success = %v, want 4", v)
-	}
+	assert.Equal(t, want, got)
+	assert.Equal(t, 4.0, want[series("latent_node_activations_total", "outcome=success")], "successes")
 }
 
 // Without a runner or a scheduler their series are absent.
@@ -294,23 +256,19 @@ func TestWithoutRunnerOrSchedulerTheNodeSeriesAreAbsent(t *testing.T) {
 	n := newNode(t)
 	for _, cfg := range []metrics.Config{{Provider: n.provider}, {Provider: n.provider, Runner: func() *runner.Runner {
 		r, err := runner.New(runner.Config{Backends: map[string]runner.Backend{"wasm": synthetic.New(nil)}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return r
 	}()}} {
 		c, err := metrics.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		reg := prometheus.NewPedanticRegistry()
 		reg.MustRegister(c)
 		_, types := scrape(t, reg)
-		if _, ok := types["latent_node_queue_wait_seconds"]; ok {
-			t.Error("queue wait histogram without a scheduler")
-		}
-		if _, ok := types["latent_node_activations_total"]; ok != (cfg.Runner != nil) {
-			t.Errorf("activations present %v with runner %v", ok, cfg.Runner != nil)
+		assert.NotContains(t, types, "latent_node_queue_wait_seconds", "queue wait histogram without a scheduler")
+		if cfg.Runner != nil {
+			assert.Contains(t, types, "latent_node_activations_total")
+		} else {
+			assert.NotContains(t, types, "latent_node_activations_total")
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"latent.dev/admission/core"
 	"latent.dev/admission/policy"
 )
@@ -68,17 +70,11 @@ type node struct {
 func newNode(t testing.TB) *node {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "policy", "node.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	p, err := policy.DecodePolicy(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	provider, err := core.NewLocalQuotaProvider(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	n := &node{policy: p, provider: provider, clock: &manualClock{}, t0: time.Unix(1_700_000_000, 0)}
 	n.clock.set(n.t0)
 	n.load = core.NewNodeLoadState(p.Node.Overload.MaximumObservationAge, n.clock)

@@ -3,9 +3,10 @@ package synthetic
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/puzpuzpuz/xsync/v3"
 
 	"latent.dev/admission/node/cellpool"
 	"latent.dev/admission/node/runner"
@@ -52,9 +53,16 @@ type Backend struct {
 	runs       atomic.Int64
 	violations atomic.Int64
 
-	mu    sync.Mutex
-	busy  map[cellpool.CellID]bool // guarded by mu; cells with a guest now
-	dirty map[cellpool.CellID]bool // guarded by mu; cells whose cleanup was uncertain
+	// cells holds the state of every cell that has a guest now or whose
+	// cleanup was uncertain; a cell in neither state has no entry. Each
+	// change is one Compute, so a check and the change it guards happen
+	// under the same bucket lock.
+	cells *xsync.MapOf[cellpool.CellID, cellState]
+}
+
+type cellState struct {
+	busy  bool // a guest runs on the cell now
+	dirty bool // a guest's cleanup of the cell was uncertain
 }
 
 // New returns a backend that asks plan for each guest's behavior; a nil
@@ -63,7 +71,7 @@ func New(plan Plan) *Backend {
 	if plan == nil {
 		plan = func(*runner.Guest) Behavior { return Behavior{} }
 	}
-	return &Backend{plan: plan, busy: map[cellpool.CellID]bool{}, dirty: map[cellpool.CellID]bool{}}
+	return &Backend{plan: plan, cells: xsync.NewMapOf[cellpool.CellID, cellState]()}
 }
 
 // Run follows the guest's behavior.
@@ -120,29 +128,27 @@ func (b *Backend) follow(ctx context.Context, g *runner.Guest, beh *Behavior) ru
 }
 
 func (b *Backend) enter(cell cellpool.CellID) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.busy[cell] || b.dirty[cell] {
-		b.violations.Add(1)
-	}
-	b.busy[cell] = true
+	b.cells.Compute(cell, func(s cellState, _ bool) (cellState, bool) {
+		if s.busy || s.dirty {
+			b.violations.Add(1)
+		}
+		s.busy = true
+		return s, false
+	})
 }
 
 func (b *Backend) leave(cell cellpool.CellID, uncertain bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.busy, cell)
-	if uncertain {
-		b.dirty[cell] = true
-	}
+	b.cells.Compute(cell, func(s cellState, _ bool) (cellState, bool) {
+		s.busy = false
+		s.dirty = s.dirty || uncertain
+		return s, !s.dirty
+	})
 }
 
 // Reset fails for a cell whose cleanup was uncertain; the cell stays
 // marked, so a later guest on it is a violation.
 func (b *Backend) Reset(cell cellpool.CellID) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.dirty[cell] {
+	if s, _ := b.cells.Load(cell); s.dirty {
 		return ErrUncertainCleanup
 	}
 	return nil
