@@ -210,7 +210,8 @@ func (s *soak) invokeOnce(pipe *pipeline.Pipeline, rng *rand.Rand, w int) (strin
 
 // publishThrough publishes a calm sample raised by the pool's delay floors.
 func (s *soak) publishThrough(pipe *pipeline.Pipeline, seq uint64) {
-	_ = pipe.PublishLoad(s.load, core.LoadSample{Sequence: seq, ObservedAt: time.Now(), CPUPressure: 0.2, MemoryPressure: 0.2})
+	now := time.Now()
+	_ = s.load.Publish(core.LoadSample{Sequence: seq, ObservedAt: now, CPUPressure: 0.2, MemoryPressure: 0.2, QueueDelay: pipe.QueueDelay(now)})
 }
 
 // pipelineSampler publishes every 5ms and repairs quarantined cells, so

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"sync"
 
-	"latent.dev/admission/core"
 	"latent.dev/admission/node/loadsampler"
 	"latent.dev/admission/node/pipeline"
 )
@@ -25,11 +24,6 @@ type realLoad struct {
 	done    sync.WaitGroup
 }
 
-// publishFunc adapts a function to loadsampler.Target.
-type publishFunc func(core.LoadSample) error
-
-func (f publishFunc) Publish(s core.LoadSample) error { return f(s) }
-
 // startRealLoad starts the real sampler publishing into s.load, through
 // the pipeline's delay floors and with its scheduler's queue delays when
 // pipe is not nil, and prints the sources it reads.
@@ -37,8 +31,7 @@ func (s *soak) startRealLoad(pipe *pipeline.Pipeline) (*realLoad, error) {
 	cfg := loadsampler.Config{Target: s.load, MaximumObservationAge: s.provider.Policy().Node().Overload.MaximumObservationAge,
 		Logger: slog.New(slog.NewTextHandler(s.out, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if pipe != nil {
-		cfg.Target = publishFunc(func(sample core.LoadSample) error { return pipe.PublishLoad(s.load, sample) })
-		cfg.QueueDelay = pipe.Scheduler().OldestWait
+		cfg.QueueDelay = pipe.QueueDelay
 	}
 	sampler, err := loadsampler.New(cfg)
 	if err != nil {

@@ -114,10 +114,10 @@ func New(cfg Config) (_ *Node, err error) {
 	n.load = core.NewNodeLoadState(settings.Overload.MaximumObservationAge, nil)
 	n.sampler, err = loadsampler.New(loadsampler.Config{
 		Files:                 cfg.Load,
-		Target:                publishTarget{n},
+		Target:                n.load,
 		Interval:              cfg.SampleInterval,
 		MaximumObservationAge: settings.Overload.MaximumObservationAge,
-		QueueDelay:            n.pipe.Scheduler().OldestWait,
+		QueueDelay:            n.pipe.QueueDelay,
 		Logger:                cfg.Logger,
 	})
 	if err != nil {
@@ -205,12 +205,6 @@ func (n *Node) prepareAll(pin *catalog.Pin) error {
 	}
 	return nil
 }
-
-// publishTarget is the sampler's target: the pipeline's publish step,
-// which raises queue delays to the pool's floors.
-type publishTarget struct{ n *Node }
-
-func (t publishTarget) Publish(s core.LoadSample) error { return t.n.pipe.PublishLoad(t.n.load, s) }
 
 // Handler is the node's HTTP handler, for a server of the caller's own.
 func (n *Node) Handler() http.Handler { return n.handler }

@@ -31,8 +31,8 @@
 //	        so admission of the class stops)
 //	else:   min(floor(MaxBacklog/u) * estimated_service, StopDelay)
 //
-// and [FixedCellPool.RaiseQueueDelays] folds it into the sampler's
-// [core.LoadSample] before each publish. Admission takes
+// ([FixedCellPool.QueueDelayFloor]), which the node's sampler reads with
+// the scheduler's oldest wait (pipeline.QueueDelay) before each publish. Admission takes
 // max(local_wait, observed), so it plans with the cells that exist until
 // Replenish brings pool and configuration back into agreement and the
 // next publish lowers the delay again. Rejections it causes are
@@ -51,8 +51,8 @@
 // # Caveats
 //
 // The pool does not publish load itself: the node's sampler owns the
-// sequence numbers of [core.NodeLoadState], so it calls RaiseQueueDelays
-// and republishes when Changed fires. Between a quarantine and that
+// sequence numbers of [core.NodeLoadState] and reads the floor at each
+// sample. Between a quarantine and that
 // publish, admission may still plan with the old parallelism. The floor
 // uses the node's live-activation limit as the worst backlog, which is
 // conservative by design; with a zero service estimate it is zero for a

@@ -4,7 +4,6 @@ import (
 	"sync"
 	"time"
 
-	"latent.dev/admission/core"
 	"latent.dev/admission/policy"
 )
 
@@ -241,21 +240,6 @@ func (p *FixedCellPool) Degraded(class policy.CellClass) bool {
 func (p *FixedCellPool) QueueDelayFloor(class policy.CellClass) time.Duration {
 	s := p.Stats(class)
 	return p.config.conservativeDelay(s.Usable, s.Configured)
-}
-
-// RaiseQueueDelays raises each class's queue delay in s to at least its
-// QueueDelayFloor. The node's sampler calls it on every sample before
-// publishing, and publishes again when Changed fires, so admission of a
-// degraded class plans with the cells that really exist.
-func (p *FixedCellPool) RaiseQueueDelays(s *core.LoadSample) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for class := range policy.NumCellClasses {
-		st := p.statsLocked(policy.CellClass(class))
-		if floor := p.config.conservativeDelay(st.Usable, st.Configured); floor > s.QueueDelay[class] {
-			s.QueueDelay[class] = floor
-		}
-	}
 }
 
 // noCopy makes go vet's copylocks check reject copies of the types that

@@ -259,15 +259,8 @@ func TestQueueDelayFloor(t *testing.T) {
 			if got := p.QueueDelayFloor(policy.Small); got != tt.want {
 				t.Fatalf("floor %v, want %v", got, tt.want)
 			}
-			var s core.LoadSample
-			s.QueueDelay[policy.Small] = time.Millisecond
-			s.QueueDelay[policy.Tiny] = time.Hour
-			p.RaiseQueueDelays(&s)
-			if want := max(tt.want, time.Millisecond); s.QueueDelay[policy.Small] != want {
-				t.Fatalf("raised to %v, want %v", s.QueueDelay[policy.Small], want)
-			}
-			if s.QueueDelay[policy.Tiny] != time.Hour {
-				t.Fatal("a higher observed delay was lowered")
+			if got := p.QueueDelayFloor(policy.Tiny); got != 0 {
+				t.Fatalf("an unpooled class's floor is %v", got)
 			}
 		})
 	}
@@ -286,7 +279,9 @@ func TestDegradedClassStopsAdmissionUntilPoolAgrees(t *testing.T) {
 	publish := func() {
 		var s core.LoadSample
 		s.CPUPressure, s.MemoryPressure = 0.1, 0.1
-		p.RaiseQueueDelays(&s)
+		for class := range policy.NumCellClasses {
+			s.QueueDelay[class] = p.QueueDelayFloor(policy.CellClass(class))
+		}
 		n.Publish(t, s)
 	}
 	admit := func(a nodetest.Ask) error {

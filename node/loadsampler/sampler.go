@@ -12,16 +12,16 @@ import (
 	"latent.dev/admission/policy"
 )
 
-// Target is what samples are published into: a [core.NodeLoadState], or
-// a wrapper that adjusts a sample first (the pipeline raises queue delays
-// to its pool's floors).
+// Target is what samples are published into: the node's
+// [core.NodeLoadState] (a test may record them instead).
 type Target interface {
 	Publish(core.LoadSample) error
 }
 
 // QueueDelayFunc reports the observed queue delay per cell class at now:
 // the wait of the oldest activation queued for that class, 0 when none.
-// scheduler.Scheduler.OldestWait is one.
+// scheduler.Scheduler.OldestWait is one; pipeline.Pipeline.QueueDelay,
+// which also raises a degraded class to its pool's floor, is the node's.
 type QueueDelayFunc func(now time.Time) [policy.NumCellClasses]time.Duration
 
 // Config configures a [Sampler].

@@ -15,9 +15,11 @@
 //	p.ReplenishAll()   // repair quarantined cells
 //	diff := p.Counters().Diff(base) // empty when every reservation came back
 //
-// The sampler publishes node load through [Pipeline.PublishLoad], which
-// raises each degraded class's queue delay to the pool's floor, and
-// republishes when the pool's Changed channel fires.
+// The sampler reads [Pipeline.QueueDelay] (the scheduler's oldest wait
+// per cell class, raised to the pool's floor for a class that lost
+// cells) and publishes into the node's core.NodeLoadState itself: load
+// flows one way, from the scheduler and the pool through the sampler into
+// core.
 //
 // # Invariants
 //

@@ -73,9 +73,10 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	// The sampler publishes through the pipeline, so a class that lost
-	// cells carries a conservative queue delay.
-	if err := node.PublishLoad(load, core.LoadSample{Sequence: 1, ObservedAt: time.Now(), CPUPressure: 0.2, MemoryPressure: 0.3}); err != nil {
+	// The sampler reads the pipeline's queue delays (a class that lost
+	// cells carries a conservative one) and publishes into the load state.
+	now := time.Now()
+	if err := load.Publish(core.LoadSample{Sequence: 1, ObservedAt: now, CPUPressure: 0.2, MemoryPressure: 0.3, QueueDelay: node.QueueDelay(now)}); err != nil {
 		panic(err)
 	}
 

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"time"
 
 	"latent.dev/admission/core"
 	"latent.dev/admission/core/deadline"
@@ -85,12 +86,19 @@ func (p *Pipeline) Invoke(ctx context.Context, controller *core.AdmissionControl
 	return a.Wait(ctx)
 }
 
-// PublishLoad raises s's queue delays to the pool's floors and publishes
-// it: the sampler's publish step, so that admission of a class whose pool
-// lost cells plans with the cells that remain (or stops).
-func (p *Pipeline) PublishLoad(state *core.NodeLoadState, s core.LoadSample) error {
-	p.pool.RaiseQueueDelays(&s)
-	return state.Publish(s)
+// QueueDelay is the sampler's queue-delay input (a
+// loadsampler.QueueDelayFunc): per cell class, the wait of the oldest
+// activation queued for it, raised to the pool's floor for the class
+// ([cellpool.FixedCellPool.QueueDelayFloor]), so that admission of a class
+// whose pool lost cells plans with the cells that remain, or stops. Load
+// flows one way: the scheduler and the pool are read here, the sampler
+// publishes into core.
+func (p *Pipeline) QueueDelay(now time.Time) [policy.NumCellClasses]time.Duration {
+	out := p.scheduler.OldestWait(now)
+	for class := range policy.NumCellClasses {
+		out[class] = max(out[class], p.pool.QueueDelayFloor(policy.CellClass(class)))
+	}
+	return out
 }
 
 // Drain stops accepting, runs everything queued, waits for every

@@ -167,7 +167,8 @@ func repairLoop(t *testing.T, r *rig, stop <-chan struct{}) {
 	sequence := uint64(1 << 32)
 	publish := func() {
 		sequence++
-		err := r.pipe.PublishLoad(r.node.Load, core.LoadSample{Sequence: sequence, ObservedAt: time.Now(), CPUPressure: 0.1, MemoryPressure: 0.1})
+		now := time.Now()
+		err := r.node.Load.Publish(core.LoadSample{Sequence: sequence, ObservedAt: now, CPUPressure: 0.1, MemoryPressure: 0.1, QueueDelay: r.pipe.QueueDelay(now)})
 		if err != nil {
 			t.Errorf("publish: %v", err)
 		}

@@ -19,7 +19,7 @@ type Report struct {
 }
 
 // Activation is one activation's job and its caller's handle: the
-// scheduler runs it (Run) or drops it (Abandon), exactly once, and the
+// scheduler runs it (Run) at most once and ends it (End) once, and the
 // caller waits on it. The caller may stop waiting at any time; that
 // never releases the reservation, which the goroutine running the
 // activation holds until the guest has stopped.
@@ -32,35 +32,38 @@ type Activation struct {
 	input  []byte
 	done   chan struct{}
 
-	claimed atomic.Bool
+	ran, ended atomic.Bool
 	// report and err are written once, before done is closed.
 	report Report
 	err    error
 }
 
 // Run executes the activation; it is the scheduler's Job.Run. When it
-// returns, the cell has been released or quarantined and exec released,
-// in that order, and then the caller is told.
+// returns, the guest has stopped, accounting is final and the cell has
+// been released or quarantined; exec is the scheduler's to release.
 func (a *Activation) Run(ctx context.Context, exec *core.ExecutionPermit, lease *cellpool.Lease) {
-	a.claim()
-	rep := a.runner.execute(ctx, exec, lease, a.input)
-	exec.Release()
-	a.report, a.err = rep, outcomeErrors[rep.Outcome]
-	close(a.done)
-}
-
-// Abandon records that the activation never ran; it is the scheduler's
-// Job.Abandon, called after the permit was released.
-func (a *Activation) Abandon(err error) {
-	a.claim()
-	a.err = err
-	close(a.done)
-}
-
-func (a *Activation) claim() {
-	if !a.claimed.CompareAndSwap(false, true) {
-		panic("runner: activation run or abandoned twice")
+	if !a.ran.CompareAndSwap(false, true) {
+		panic("runner: activation run twice")
 	}
+	a.report = a.runner.execute(ctx, exec, lease, a.input)
+}
+
+// End tells the caller the outcome; it is the scheduler's Job.End, called
+// once the permit was released. err is nil after Run, else why the
+// activation never ran.
+func (a *Activation) End(err error) {
+	if !a.ended.CompareAndSwap(false, true) {
+		panic("runner: activation ended twice")
+	}
+	switch {
+	case err != nil:
+		a.err = err
+	case a.ran.Load():
+		a.err = outcomeErrors[a.report.Outcome]
+	default:
+		a.err = ErrPlatformFailure // ended as run, but never given a cell: a scheduler fault
+	}
+	close(a.done)
 }
 
 // Done is closed when the activation has reached its terminal outcome and

@@ -30,6 +30,8 @@ func TestCountIsByOutcomeAndDisposition(t *testing.T) {
 		exec, lease := started(t, n, pool, nodetest.Ask{}, policy.Tiny)
 		a := r.NewActivation([]byte(in))
 		a.Run(t.Context(), exec, lease)
+		exec.Release() // as the scheduler does after Run
+		a.End(nil)
 		if _, err := a.Wait(t.Context()); err != nil && in != "trap" {
 			t.Fatalf("%s: %v", in, err)
 		}

@@ -50,6 +50,16 @@ func run(t *testing.T, r *runner.Runner, exec *core.ExecutionPermit, lease *cell
 	t.Helper()
 	a := r.NewActivation([]byte("in"))
 	a.Run(context.Background(), exec, lease)
+	if !exec.Live() {
+		t.Fatal("Run released the execution permit, which is the scheduler's")
+	}
+	select {
+	case <-a.Done():
+		t.Fatal("the caller was told before the permit was released")
+	default:
+	}
+	exec.Release() // as the scheduler does, then End
+	a.End(nil)
 	return a.Wait(context.Background())
 }
 
@@ -155,13 +165,13 @@ func TestPanickingResetQuarantines(t *testing.T) {
 func TestActivationEndsOnce(t *testing.T) {
 	r, _ := runner.New(runner.Config{Backends: map[string]runner.Backend{"wasm": synthetic.New(nil)}})
 	a := r.NewActivation(nil)
-	a.Abandon(errors.New("dropped"))
+	a.End(errors.New("dropped"))
 	defer func() {
 		if recover() == nil {
 			t.Fatal("a second end did not panic")
 		}
 	}()
-	a.Abandon(errors.New("again"))
+	a.End(errors.New("again"))
 }
 
 func TestWaitingCallerMayLeave(t *testing.T) {
@@ -177,7 +187,7 @@ func TestWaitingCallerMayLeave(t *testing.T) {
 		t.Fatal("leaving the wait ended the activation")
 	default:
 	}
-	a.Abandon(errors.New("cleanup"))
+	a.End(errors.New("cleanup"))
 	if rep, err := a.Wait(context.Background()); err == nil || rep.Outcome != runner.NotRun || rep.Disposition != runner.NoCell {
 		t.Fatalf("report %+v, %v", rep, err)
 	}

@@ -155,7 +155,7 @@ func (s *Scheduler) start(it *item, lease *cellpool.Lease) {
 			err = ErrStartFailed
 			s.stats.startError.Inc()
 		}
-		it.job.Abandon(err)
+		it.job.End(err)
 		s.finished()
 		return
 	}
@@ -164,14 +164,20 @@ func (s *Scheduler) start(it *item, lease *cellpool.Lease) {
 	go s.execute(it, exec, lease)
 }
 
-// execute runs the job and then makes sure nothing outlives it: a lease
-// the job left held is quarantined (the cell's state is unknown) before
-// the execution permit is released, so capacity never returns while a
-// cell might still be in use.
+// execute runs the job, then releases the execution permit, its one
+// release: a lease the job left held is quarantined first (the cell's
+// state is unknown), so capacity never returns while a cell might still
+// be in use; only then is the job told it ended.
 func (s *Scheduler) execute(it *item, exec *core.ExecutionPermit, lease *cellpool.Lease) {
 	defer s.running.Done()
 	defer s.finished()
 	defer it.cancel()
+	s.run(it, exec, lease)
+	it.job.End(nil)
+}
+
+// run calls the job and releases exec after it, even if the job panics.
+func (s *Scheduler) run(it *item, exec *core.ExecutionPermit, lease *cellpool.Lease) {
 	defer func() {
 		if lease.Quarantine() {
 			s.stats.orphaned.Inc()

@@ -12,18 +12,24 @@
 //     passed, unknown class): the permit is released and Submit returns
 //     the error; the job is never called.
 //   - The activation is dropped while queued (context done, deadline
-//     passed, Close): the permit is released, then Job.Abandon is called.
+//     passed, Close): the permit is released, then Job.End is called with
+//     the reason.
 //   - The dispatcher, with a cell free, checks the context and
 //     EnsureSchedulableAt on the scheduler's clock, leases the cell, and
 //     calls StartExecution. If that fails (core has released the permit)
 //     the lease is released, since the cell was never used, and
-//     Job.Abandon is called.
+//     Job.End is called with the reason.
 //   - Otherwise Job.Run gets the [core.ExecutionPermit] and the lease on a
-//     goroutine of its own, which owns both until the guest has stopped,
-//     accounting is final and the cell is released or quarantined; only
-//     then is the execution permit released. If Run returns still holding
-//     the lease, the scheduler quarantines the cell (its state is unknown)
-//     and then releases the permit.
+//     goroutine of its own. Run ends the lease (release or quarantine)
+//     once the guest has stopped and accounting is final; the permit
+//     stays the scheduler's. When Run returns, the scheduler quarantines
+//     a lease still held (its state is unknown), releases the execution
+//     permit (its one release) and calls Job.End(nil).
+//
+// So each permit has one owner at each stage and one release: the
+// admission permit is the scheduler's from Submit until it is refused,
+// dropped or started, the execution permit the scheduler's run goroutine's
+// until Run returns.
 //
 // Each activation runs under the submit context bounded by the permit's
 // deadline (context.WithDeadlineCause with [ErrExpired]), so one

@@ -2,7 +2,7 @@ package scheduler
 
 import "errors"
 
-// Errors the scheduler returns from Submit or passes to Job.Abandon. Each
+// Errors the scheduler returns from Submit or passes to Job.End. Each
 // is a fixed value; compare with errors.Is. Whenever one of them is the
 // answer, the scheduler has already released the permit.
 var (

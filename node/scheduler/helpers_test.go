@@ -101,6 +101,7 @@ type job struct {
 	started   chan struct{}
 	ended     chan struct{}
 	abandoned chan error
+	onEnd     func(err error)
 	log       *dispatchLog
 }
 
@@ -119,10 +120,18 @@ func (j *job) Run(ctx context.Context, exec *core.ExecutionPermit, lease *cellpo
 		return
 	}
 	lease.Release()
-	exec.Release()
 }
 
-func (j *job) Abandon(err error) { j.abandoned <- err }
+// End records why a job never ran; after Run it must come with nil, and
+// onEnd, if set, sees the state at that moment.
+func (j *job) End(err error) {
+	if j.onEnd != nil {
+		j.onEnd(err)
+	}
+	if err != nil {
+		j.abandoned <- err
+	}
+}
 
 // waitAbandoned waits for the scheduler to drop the job.
 func (j *job) waitAbandoned(t *testing.T) error {

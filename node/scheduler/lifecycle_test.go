@@ -263,7 +263,6 @@ func TestRunningActivationKeepsItsReservation(t *testing.T) {
 		close(sawCancel)
 		<-proceed // the guest takes a while to stop
 		lease.Release()
-		exec.Release()
 	}
 	r.submit(t, ctx, nodetest.Ask{}, j)
 	j.waitStarted(t)
@@ -279,6 +278,41 @@ func TestRunningActivationKeepsItsReservation(t *testing.T) {
 	close(proceed)
 	<-j.ended
 	r.settled(t)
+}
+
+// TestTheSchedulerReleasesTheExecutionPermitOnceBeforeEnd: the job never
+// releases its permit; when Run returns, the scheduler does, once, and
+// only then calls End(nil), so the reservation is back when the caller
+// hears.
+func TestTheSchedulerReleasesTheExecutionPermitOnceBeforeEnd(t *testing.T) {
+	r := newRig(t, nil, scheduler.Options{})
+	j := newJob("owner", nil)
+	var exec *core.ExecutionPermit
+	j.run = func(_ context.Context, e *core.ExecutionPermit, lease *cellpool.Lease) {
+		exec = e
+		lease.Release()
+	}
+	ended := make(chan string, 1)
+	j.onEnd = func(err error) {
+		switch {
+		case err != nil:
+			ended <- "End(" + err.Error() + ")"
+		case exec.Live():
+			ended <- "End(nil) while the execution permit is live"
+		case len(r.node.Provider.Usage().Held()) != 0 || r.node.Provider.LiveReservations() != 0:
+			ended <- "End(nil) before the reservation came back"
+		default:
+			ended <- ""
+		}
+	}
+	r.submit(t, context.Background(), nodetest.Ask{}, j)
+	if problem := <-ended; problem != "" {
+		t.Fatal(problem)
+	}
+	r.settled(t)
+	if s := r.sched.Stats(); s.Orphaned != 0 {
+		t.Fatalf("stats %+v", s)
+	}
 }
 
 // TestLeaseLeftHeldIsQuarantined covers a job that returns without ending
@@ -309,7 +343,6 @@ func TestCloseDropsQueuedAndWaitsForRunning(t *testing.T) {
 	running.run = func(_ context.Context, exec *core.ExecutionPermit, lease *cellpool.Lease) {
 		<-proceed
 		lease.Release()
-		exec.Release()
 	}
 	r.submit(t, context.Background(), nodetest.Ask{}, running)
 	running.waitStarted(t)

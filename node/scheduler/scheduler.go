@@ -21,20 +21,22 @@ import (
 // bound zero.
 const DefaultStarvationBound = 8
 
-// Job is the work that travels with a permit. The scheduler calls exactly
-// one of its methods, exactly once.
+// Job is the work that travels with a permit. The scheduler calls Run at
+// most once, then End exactly once; the scheduler alone releases the
+// permit, so a job never does.
 type Job interface {
 	// Run executes the activation on the leased cell, on a goroutine of its
-	// own that the scheduler waits for at Close. Run owns exec and lease:
-	// it must end the lease (release or quarantine) and then release exec
-	// once the guest has stopped and accounting is final. ctx is the
-	// submit context bounded by the permit's deadline. Should Run return
-	// with the lease still held, the scheduler quarantines the cell (its
-	// state is unknown) and releases exec.
+	// own that the scheduler waits for at Close. exec is the scheduler's:
+	// Run reads the grant and must not release it. The lease is Run's to
+	// end (release or quarantine) once the guest has stopped and
+	// accounting is final. ctx is the submit context bounded by the
+	// permit's deadline. Should Run return with the lease still held, the
+	// scheduler quarantines the cell (its state is unknown).
 	Run(ctx context.Context, exec *core.ExecutionPermit, lease *cellpool.Lease)
-	// Abandon reports that the activation will never run, and why. The
-	// permit has been released already.
-	Abandon(err error)
+	// End is the last call: the permit has been released, so the
+	// reservation is back. err is nil when Run ran, else why the
+	// activation never ran.
+	End(err error)
 }
 
 // Options tune a scheduler; the zero value takes every default.
@@ -181,7 +183,7 @@ const maxInt = int(^uint(0) >> 1)
 
 // Submit takes ownership of permit with its job, in every case: on a nil
 // error the activation is queued and the scheduler will either start it
-// (Job.Run) or drop it (Job.Abandon); on an error the permit has been
+// (Job.Run, then Job.End) or drop it (Job.End with the reason); on an error the permit has been
 // released and job is never called. A permit that is not live is refused
 // with core.ErrPermitNotLive.
 //
@@ -310,7 +312,7 @@ func (s *Scheduler) totalQueuedLocked() int {
 }
 
 // drop ends a taken item that will never run: the permit is released
-// before the job hears of it, so a caller woken by Abandon sees the
+// before the job hears of it, so a caller woken by End sees the
 // reservation already returned.
 func (s *Scheduler) drop(it *item, err error) {
 	it.permit.Release()
@@ -323,7 +325,7 @@ func (s *Scheduler) drop(it *item, err error) {
 	case ErrClosed:
 		s.stats.closed.Inc()
 	}
-	it.job.Abandon(err)
+	it.job.End(err)
 }
 
 // unwatch unregisters the queued-cancellation callback of a taken item.
