@@ -166,6 +166,7 @@ func TestFlagsAndFiles(t *testing.T) {
 		{[]string{"-store", t.TempDir(), "-tokens", tokens}, 2, "-store needs -artifacts"},
 		{[]string{"-allowed-host", "", "-tokens", tokens}, 2, "-allowed-host"},
 		{[]string{"-allowed-host", "a/b", "-tokens", tokens}, 2, "-allowed-host"},
+		{[]string{"-allowed-host", "node.example:8080", "-tokens", tokens}, 2, "without a port"},
 	} {
 		var stderr bytes.Buffer
 		code := serveMain(context.Background(), tc.args, io.Discard, &stderr)

@@ -54,6 +54,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			if name == "" || strings.ContainsAny(name, "/ ") {
 				return errors.New("must be a host name or an IP address")
 			}
+			if _, _, err := net.SplitHostPort(name); err == nil {
+				return errors.New("a name without a port: the port is never compared")
+			}
 			o.allowedHosts = append(o.allowedHosts, name)
 			return nil
 		})
