@@ -226,6 +226,7 @@ func TestAMissingOrCorruptArtifactAtStartExitsOneNamingIt(t *testing.T) {
 			if code != 1 || !strings.Contains(stderr.String(), digest) || strings.Contains(stderr.String(), "goroutine") {
 				t.Fatalf("exit %d, want 1 naming %s: %s", code, digest, stderr.String())
 			}
+			t.Log(strings.TrimSpace(stderr.String()))
 			// Nothing is left holding the store.
 			c, err = catalog.Open(store)
 			if err != nil {

@@ -269,7 +269,8 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	s, err := start(ctx, o, logger)
 	if err != nil {
-		fmt.Fprintln(stderr, "latentd:", err)
+		// edge/latentd's errors name their package already.
+		fmt.Fprintln(stderr, "latentd:", strings.TrimPrefix(err.Error(), "latentd: "))
 		return 1
 	}
 	defer s.cleanup()
