@@ -115,6 +115,70 @@ func call(t *testing.T, method, url, host, token string, body []byte) (int, []by
 	return resp.StatusCode, data
 }
 
+// startOrRefuse runs serveMain with args; it returns the exit status if
+// latentd refused to start, or -1 after checking, over loopback HTTP,
+// what the node it started answers the demonstration's administrator.
+func startOrRefuse(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := lineWriter{make(chan string, 64)}
+	var stderr bytes.Buffer
+	code := make(chan int, 1)
+	go func() { code <- serveMain(ctx, args, out, &stderr) }()
+	for {
+		select {
+		case c := <-code:
+			return c, stderr.String()
+		case line := <-out.lines:
+			addr, ok := strings.CutPrefix(line, "latentd: serving on http://")
+			if !ok {
+				continue
+			}
+			status, _ := call(t, http.MethodGet, "http://"+addr+"/v1/admin/snapshot", "", DemoAdminToken, nil)
+			t.Errorf("%v started, and the demonstration administrator token got %d from it", args, status)
+			cancel()
+			<-code
+			return -1, ""
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%v: neither served nor exited", args)
+		}
+	}
+}
+
+func TestTheDemonstrationTokensServeOnlyThePureDemonstration(t *testing.T) {
+	policyFile := writeFile(t, "demo-policy.json", string(demo.PolicyJSON()))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-listen", "127.0.0.1:0", "-policy", policyFile}, "-policy without -tokens: the demonstration tokens serve only the pure demonstration"},
+		{[]string{"-listen", "127.0.0.1:0", "-store", t.TempDir(), "-artifacts", t.TempDir()}, "-store, -artifacts without -tokens"},
+		{[]string{"-listen", "127.0.0.1:0", "-artifacts", t.TempDir()}, "-artifacts without -tokens"},
+		{[]string{"-listen", "0.0.0.0:0"}, "-listen 0.0.0.0:0 without -tokens"},
+		{[]string{"-listen", ":0"}, "-listen :0 without -tokens"},
+		{[]string{"-listen", "[::]:0"}, "without -tokens"},
+	} {
+		if code, stderr := startOrRefuse(t, tc.args...); code != -1 && (code != 2 || !strings.Contains(stderr, tc.want)) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	t.Run("the pure demonstration still serves them", func(t *testing.T) {
+		s := serve(t)
+		defer s.end(t)
+		if code, body := call(t, http.MethodGet, "http://"+s.addr+"/v1/admin/snapshot", "", DemoAdminToken, nil); code != http.StatusOK {
+			t.Errorf("%d %s", code, body)
+		}
+	})
+}
+
+func TestAStoreWithoutArtifactsIsRefused(t *testing.T) {
+	code, stderr := startOrRefuse(t, "-listen", "127.0.0.1:0", "-store", t.TempDir(), "-tokens", tokenFile(t))
+	if code != -1 && (code != 2 || !strings.Contains(stderr, "-store needs -artifacts")) {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
 func TestTheDemonstrationAdministrationAnswersLoopbackHostsOnly(t *testing.T) {
 	s := serve(t, "-allowed-host", "node.example")
 	defer s.end(t)
@@ -226,6 +290,7 @@ func TestAMissingOrCorruptArtifactAtStartExitsOneNamingIt(t *testing.T) {
 			if code != 1 || !strings.Contains(stderr.String(), digest) || strings.Contains(stderr.String(), "goroutine") {
 				t.Fatalf("exit %d, want 1 naming %s: %s", code, digest, stderr.String())
 			}
+			t.Log(strings.TrimSpace(stderr.String()))
 			// Nothing is left holding the store.
 			c, err = catalog.Open(store)
 			if err != nil {

@@ -54,6 +54,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			if name == "" || strings.ContainsAny(name, "/ ") {
 				return errors.New("must be a host name or an IP address")
 			}
+			if _, _, err := net.SplitHostPort(name); err == nil {
+				return errors.New("a name without a port: the port is never compared")
+			}
 			o.allowedHosts = append(o.allowedHosts, name)
 			return nil
 		})
@@ -266,7 +269,8 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	s, err := start(ctx, o, logger)
 	if err != nil {
-		fmt.Fprintln(stderr, "latentd:", err)
+		// edge/latentd's errors name their package already.
+		fmt.Fprintln(stderr, "latentd:", strings.TrimPrefix(err.Error(), "latentd: "))
 		return 1
 	}
 	defer s.cleanup()

@@ -254,8 +254,9 @@ func (n *Node) decodeDeployment(data []byte) (catalog.Deployment, []string) {
 }
 
 // usage serves GET /v1/tenants/{tenant}/usage: the tenant's quota
-// snapshot, for its own principals and administrators. Anyone else gets
-// the same 403 whether or not the tenant exists.
+// snapshot, for its own principals that the policy lists (invoke's
+// check) and administrators. Anyone else gets the same 403 whether or
+// not the tenant exists.
 func (n *Node) usage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	principal, ok := n.cfg.Tokens.Authenticate(bearerToken(r.Header))

@@ -30,9 +30,13 @@ func allowedHostSet(names []string) map[string]bool {
 	return set
 }
 
-// canonicalHost lowercases a host name and drops one trailing dot (the
-// DNS root), so that "LOCALHOST." and "localhost" compare equal.
+// canonicalHost lowercases a host name, drops one trailing dot (the DNS
+// root) and the brackets of an IPv6 literal, so that "LOCALHOST." and
+// "localhost", "[::1]" and "::1" compare equal.
 func canonicalHost(name string) string {
+	if strings.HasPrefix(name, "[") && strings.HasSuffix(name, "]") {
+		name = name[1 : len(name)-1]
+	}
 	return strings.TrimSuffix(strings.ToLower(name), ".")
 }
 
@@ -42,8 +46,6 @@ func (n *Node) hostAllowed(r *http.Request) bool {
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
-	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
-		host = host[1 : len(host)-1] // an IPv6 literal without a port
 	}
 	host = canonicalHost(host)
 	if host == "" {

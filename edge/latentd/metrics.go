@@ -27,6 +27,9 @@ func (n *Node) metricsHandler() http.Handler {
 	every := promhttp.HandlerFor(n.registry, opts)
 	public := promhttp.HandlerFor(prometheus.GathererFunc(n.gatherPublic), opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The answer depends on the token: no cache may hand one
+		// caller's scrape to another.
+		w.Header().Set("Vary", "Authorization")
 		token := bearerToken(r.Header)
 		if token == "" {
 			public.ServeHTTP(w, r)

@@ -60,14 +60,14 @@ func checkHostRule(t *testing.T, client *http.Client, base string) {
 	port := base[strings.LastIndex(base, ":")+1:]
 	for _, ep := range hostRuleEndpoints {
 		for _, host := range []string{"evil.example", "evil.example:" + port, "127.0.0.1.evil.example", "localhost.evil.example",
-			"10.0.0.1", "[::2]:" + port, "0.0.0.0:" + port, "127.1", "node.example:" + port} {
+			"10.0.0.1", "[::2]:" + port, "[fd00::8]", "allowed.example.evil.example", "0.0.0.0:" + port, "127.1", "node.example:" + port} {
 			t.Run(ep.method+" "+ep.path+" refuses Host "+host, func(t *testing.T) {
 				r := sendHost(t, client, base, ep.method, ep.path, host, adminToken)
 				wantEdgeError(t, r, http.StatusForbidden, "Host")
 			})
 		}
 		for _, host := range []string{"127.0.0.1:" + port, "127.0.0.1", "127.8.9.10:" + port, "localhost:" + port, "LocalHost",
-			"localhost.", "[::1]:" + port, "[::1]", "allowed.example:" + port, "ALLOWED.example"} {
+			"localhost.", "[::1]:" + port, "[::1]", "allowed.example:" + port, "ALLOWED.example", "[fd00::7]:" + port, "[FD00::7]"} {
 			t.Run(ep.method+" "+ep.path+" answers Host "+host, func(t *testing.T) {
 				if r := sendHost(t, client, base, ep.method, ep.path, host, adminToken); r.status != ep.allowed {
 					t.Fatalf("%d, want %d: %s", r.status, ep.allowed, r.body)
@@ -86,7 +86,7 @@ func checkHostRule(t *testing.T, client *http.Client, base string) {
 }
 
 func TestTheHostRule(t *testing.T) {
-	allow := func(c *Config) { c.AllowedHosts = []string{"Allowed.Example."} }
+	allow := func(c *Config) { c.AllowedHosts = []string{"Allowed.Example.", "[fd00::7]"} }
 	t.Run("on the node's own server", func(t *testing.T) {
 		tn := startNode(t, nodeOptions{mutate: allow})
 		checkHostRule(t, tn.client, tn.url)
