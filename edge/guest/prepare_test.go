@@ -46,7 +46,7 @@ func TestPrepareSwitchesNothingUntilCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	previous.Discard() // the pair had nothing
-	p.Discard()         // spent: nothing
+	p.Discard()        // spent: nothing
 	if rep := runOn(t, b, d, a); rep.Outcome != runner.Succeeded {
 		t.Fatalf("after Commit: %+v", rep)
 	}
