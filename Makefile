@@ -146,7 +146,18 @@ mutants:
 	$(GO) run ./internal/mutants -gremlins '$(GREMLINS)' -flags '$(GREMLINS_FLAGS)' \
 		-equivalent testdata/mutants-equivalent.txt -min $(MUTANTS_MIN) $(MUTANT_PACKAGES)
 
-ci: lint race fuzz-ci scenarios
+# Each step runs in turn and prints how long it took (also when it
+# fails), so that a slow step is seen before it becomes a failure; the
+# first step that fails stops ci with its status, as before.
+CI_STEPS = lint race fuzz-ci scenarios
+
+ci:
+	@set -e; total=$$(date +%s); for step in $(CI_STEPS); do \
+		start=$$(date +%s); echo "== ci: $$step"; \
+		if $(MAKE) --no-print-directory $$step; then \
+			echo "== ci: $$step passed in $$(( $$(date +%s) - start ))s"; \
+		else status=$$?; echo "== ci: $$step FAILED after $$(( $$(date +%s) - start ))s"; exit $$status; fi; \
+	done; echo "== ci: every step passed in $$(( $$(date +%s) - total ))s"
 
 # The test guests under edge/guest/testdata/guests, built as the tests
 # build them (guest.BuildGoGuest): GOOS=wasip1 GOARCH=wasm, -trimpath,
