@@ -109,7 +109,7 @@ func startWasmNode(t *testing.T, o wasmNodeOptions) *realGuestNode {
 	go func() { served <- n.Serve(l) }()
 	t.Cleanup(func() {
 		rn.client.CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
 		if err := n.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)

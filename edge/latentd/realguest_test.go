@@ -131,12 +131,12 @@ func startRealGuestNode(t *testing.T) *realGuestNode {
 		t.Fatal(err)
 	}
 	rn := &realGuestNode{t: t, node: n, url: "http://" + l.Addr().String(),
-		client: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}}
+		client: &http.Client{Transport: &http.Transport{}, Timeout: deployTestTimeout}}
 	served := make(chan error, 1)
 	go func() { served <- n.Serve(l) }()
 	t.Cleanup(func() {
 		rn.client.CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
 		if err := n.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
@@ -213,7 +213,7 @@ func (rn *realGuestNode) deployGuests() {
 // snapshot: every dimension back at zero.
 func (rn *realGuestNode) ledgerAtZero() {
 	rn.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for rn.node.Provider().LiveReservations() != 0 || len(rn.node.Pipeline().Counters().Residue()) != 0 {
 		if time.Now().After(deadline) {
 			rn.t.Fatalf("still held: %d reservations, %v", rn.node.Provider().LiveReservations(), rn.node.Pipeline().Counters().Residue())
@@ -296,8 +296,10 @@ func TestRealGuestsOverLoopback(t *testing.T) {
 					t.Errorf("body %q, want only the edge's error for %s", r.body, tc.outcome)
 				}
 			}
-			if took < tc.atLeast || took > 10*time.Second {
-				t.Errorf("answered after %v, want between %v and 10s", took, tc.atLeast)
+			// The upper bound only tells a hang (the outcome tells a
+			// deadline from fuel): a loaded machine under -race is slow.
+			if took < tc.atLeast || took > patience {
+				t.Errorf("answered after %v, want between %v and %v", took, tc.atLeast, patience)
 			}
 			rn.ledgerAtZero()
 		})
