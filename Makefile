@@ -29,7 +29,7 @@ TIDY_MODULES = . edge cmd/latentd cmd/stress testdata/consumer
 # go test's default -timeout (10 minutes per test binary) assumes an idle
 # machine: under -race beside the other packages' tests on a loaded
 # two-core machine, edge/latentd alone compiles the Go guest in wazero
-# three times at tens of seconds each. TEST_TIMEOUT only bounds a hang.
+# twice, at up to a minute each. TEST_TIMEOUT only bounds a hang.
 TEST_TIMEOUT ?= 30m
 
 test:
