@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -406,4 +407,46 @@ func TestDeployOfTheGoGuestOutlastsTheWriteTimeout(t *testing.T) {
 		t.Fatalf("the guest after its deploy: %d %s=%q %s", r.status, HeaderOutcome, r.header.Get(HeaderOutcome), r.body)
 	}
 	rn.ledgerAtZero()
+}
+
+// A deploy the catalog refuses after the runtime switched (here: over
+// the catalog's capacity, 409) puts the runtime back: the pair runs the
+// release the catalog still names, never a 500.
+func TestADeployTheCatalogRefusesLeavesTheRuntimeAsItWas(t *testing.T) {
+	revisions, echo := 0, 0
+	for _, d := range testDeployments(t) {
+		for _, r := range d.Routes {
+			revisions += len(r.Revisions)
+			if d.Tenant == "acme" && d.Service == "echo" {
+				echo += len(r.Revisions)
+			}
+		}
+	}
+	tn := startNode(t, nodeOptions{mutate: func(c *Config) {
+		c.Capacity = catalog.Capacity{MaxRevisions: uint64(revisions + 1), MaxPolicyBytes: 1 << 30}
+	}})
+	// acme/echo again, with two more revisions than it has: within the
+	// capacity alone (the body's check), over it with the others.
+	one := `{"release":{"artifact_digest":"` + demoDigest + `","version":"VERSION"},"weight":1,
+   "policy":{"trust_class":"standard","backend":"wasm","threading":"single","state_model":"stateless","features":[],
+   "call_depth_limit":4,"capsule_ceiling":{},"deployment_ceiling":{"memory_bytes":8388608},
+   "placement":{"architectures":[],"regions":[],"zones":[]}}}`
+	var revs []string
+	for i := range echo + 2 {
+		revs = append(revs, strings.Replace(one, "VERSION", fmt.Sprintf("8.0.%d", i), 1))
+	}
+	doc := `{"tenant":"acme","service":"echo","routes":[{"route":"run","contract":"demo.v1","function":"run","revisions":[` +
+		strings.Join(revs, ",") + `]}]}`
+	before := tn.node.catalog.Pin().Generation()
+	if r := tn.do(http.MethodPut, "/v1/admin/deployments/acme/echo", adminToken, []byte(doc)); r.status != http.StatusConflict {
+		t.Fatalf("a deploy over the catalog's capacity: %d %s", r.status, r.body)
+	}
+	if after := tn.node.catalog.Pin().Generation(); after != before {
+		t.Fatalf("generation %d after a refused deploy, was %d", after, before)
+	}
+	for i := range 8 {
+		if r := tn.invoke("acme/echo/run", aliceToken, "still", HeaderRoutingKey, fmt.Sprint(i)); r.status != http.StatusOK || string(r.body) != "echo:still" {
+			t.Fatalf("acme/echo after the refused deploy: %d %s=%q %s", r.status, HeaderOutcome, r.header.Get(HeaderOutcome), r.body)
+		}
+	}
 }
