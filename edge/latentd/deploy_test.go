@@ -78,6 +78,7 @@ func startWasmNode(t *testing.T, o wasmNodeOptions) *realGuestNode {
 	t.Helper()
 	p := testPolicy(t)
 	p.Node.BudgetCeiling.CPUFuel = realGuestFuel
+	p.Node.BudgetCeiling.WallTime = realGuestWallTime
 	if o.wallTime > 0 {
 		p.Node.BudgetCeiling.WallTime = o.wallTime
 	}

@@ -30,6 +30,10 @@ const realGuestMaxResponse = 1024
 // realGuestFuel is the node's fuel ceiling here: 30 s of execution.
 const realGuestFuel = 30_000_000_000
 
+// realGuestWallTime is the node's wall-time ceiling here, and the
+// deployments' (realGuestRoute).
+const realGuestWallTime = time.Minute
+
 // realGuestBuild is the Go guest, built once per test binary.
 var realGuestBuild struct {
 	once   sync.Once
@@ -115,6 +119,10 @@ func startRealGuestNode(t *testing.T) *realGuestNode {
 	// the guests here may burn up to realGuestFuel; the wall time ceiling
 	// (five seconds) still bounds every run.
 	p.Node.BudgetCeiling.CPUFuel = realGuestFuel
+	// And a guest may run for up to realGuestWallTime: under -race on a
+	// loaded machine that same Go runtime takes more than the shared
+	// policy's five seconds to give up.
+	p.Node.BudgetCeiling.WallTime = realGuestWallTime
 	guests, err := NewWasmGuests(context.Background(), WasmConfig{ArtifactsDir: filepath.Join(t.TempDir(), "artifacts"),
 		MaxResponseBytes: realGuestMaxResponse, MaxMemoryBytes: p.Node.BudgetCeiling.MemoryBytes})
 	if err != nil {
@@ -191,7 +199,7 @@ func realGuestRoute(name, digest string) string {
 	return `{"route":"` + name + `","contract":"text.v1","function":"` + name + `","revisions":[{
   "release":{"artifact_digest":"` + digest + `","version":"1.0.0"},"weight":1,
   "policy":{"trust_class":"standard","backend":"wasm","threading":"single","state_model":"stateless","features":[],
-   "call_depth_limit":4,"capsule_ceiling":{},"deployment_ceiling":{"memory_bytes":33554432,"wall_time_ms":5000},
+   "call_depth_limit":4,"capsule_ceiling":{},"deployment_ceiling":{"memory_bytes":33554432,"wall_time_ms":60000},
    "placement":{"architectures":[],"regions":[],"zones":[]}}}]}`
 }
 
