@@ -152,7 +152,7 @@ func TestAKilledDeployLoopReopensConsistently(t *testing.T) {
 					t.Fatalf("round %d: the child exited", round)
 				}
 				ack(line)
-			case <-time.After(20 * time.Second):
+			case <-time.After(2 * time.Minute): // only a hang: a loaded machine is slow
 				_ = cmd.Process.Kill()
 				t.Fatalf("round %d: the child is stuck", round)
 			}

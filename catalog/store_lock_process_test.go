@@ -193,7 +193,7 @@ func TestAKilledHolderReleasesTheStore(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	// The kernel drops the lock with the process; allow it a moment.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a loaded machine may be slow
 	for {
 		reopened, err := Open(dir)
 		if err == nil {

@@ -27,7 +27,7 @@ const childDeadline = 30 * time.Second
 // its zombie may linger, but it no longer runs.
 func requireGone(t *testing.T, pid int) {
 	t.Helper()
-	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(10 * time.Millisecond) {
+	for start := time.Now(); time.Since(start) < 30*time.Second; time.Sleep(10 * time.Millisecond) {
 		if unix.Kill(pid, 0) == unix.ESRCH {
 			return
 		}
@@ -99,7 +99,9 @@ func TestIsolatedTimeoutKillsTheChildAndItsGroup(t *testing.T) {
 	if !errors.Is(err, linuxtest.ErrTimeout) {
 		t.Fatalf("Isolated error = %v; want ErrTimeout; output:\n%s", err, outcome.Output)
 	}
-	if elapsed := time.Since(start); elapsed > 10*time.Second {
+	// The goroutine dump and the kill take a moment, longer on a loaded
+	// machine; the child itself would sleep an hour.
+	if elapsed := time.Since(start); elapsed > time.Minute {
 		t.Errorf("Isolated returned after %v; want soon after the 2s deadline", elapsed)
 	}
 	// The child was made to dump its goroutines before it was killed.

@@ -32,17 +32,18 @@ func TestChildDiesWithItsParent(t *testing.T) {
 			}
 			// Ends on its own should the signal fail; the bottom child
 			// writes nothing meanwhile, so no broken pipe kills it instead.
-			time.Sleep(20 * time.Second)
+			time.Sleep(2 * time.Minute)
 		})
 		return
 	}
-	outcome, err := Isolated(t, "middle", 30*time.Second, func(t *testing.T) {
+	outcome, err := Isolated(t, "middle", 2*time.Minute, func(t *testing.T) {
 		bottom, err := startChild(childArgs(t.Name()), childEnv(t.Name(), "bottom"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		fmt.Printf("bottom=%d\n", bottom.cmd.Process.Pid)
-		for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(10 * time.Millisecond) {
+		// A loaded machine may take seconds to start a race-enabled child.
+		for start := time.Now(); time.Since(start) < 90*time.Second; time.Sleep(10 * time.Millisecond) {
 			if _, err := os.Stat(ready); err == nil {
 				os.Exit(3)
 			}
@@ -61,7 +62,7 @@ func TestChildDiesWithItsParent(t *testing.T) {
 	}
 	bottom, _ := strconv.Atoi(string(match[1]))
 	for start := time.Now(); !exitedOrZombie(bottom); time.Sleep(10 * time.Millisecond) {
-		if time.Since(start) > 5*time.Second {
+		if time.Since(start) > 30*time.Second { // the bottom child sleeps 2 minutes
 			_ = unix.Kill(bottom, unix.SIGKILL)
 			t.Fatalf("bottom child %d outlived its parent", bottom)
 		}

@@ -54,7 +54,7 @@ func TestTheDemonstrationServesThePrintedCurlLine(t *testing.T) {
 	code := make(chan int, 1)
 	go func() { code <- serveMain(ctx, []string{"-listen", "127.0.0.1:0"}, out, &stderr) }()
 	var curl string
-	deadline := time.After(60 * time.Second)
+	deadline := time.After(2 * time.Minute) // only a hang: a loaded machine is slow
 	for curl == "" {
 		select {
 		case line := <-out.lines:
@@ -73,7 +73,7 @@ func TestTheDemonstrationServesThePrintedCurlLine(t *testing.T) {
 	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.Contains(curl, "Bearer "+DemoUserToken) {
 		t.Fatalf("curl line %q", curl)
 	}
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}
+	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader("world"))
 	req.Header.Set("Authorization", "Bearer "+DemoUserToken)
@@ -93,7 +93,7 @@ func TestTheDemonstrationServesThePrintedCurlLine(t *testing.T) {
 		if c != 0 {
 			t.Fatalf("exit %d: %s", c, stderr.String())
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatal("no exit after the signal")
 	}
 }
@@ -194,7 +194,7 @@ func TestAnEmptyStoreStartsAnEmptyCatalogAndASecondNodeIsRefused(t *testing.T) {
 }
 
 func TestSoak(t *testing.T) {
-	r, err := latentd.Soak(context.Background(), latentd.SoakOptions{Requests: 300, Duration: 30 * time.Second, Concurrency: 4})
+	r, err := latentd.Soak(context.Background(), latentd.SoakOptions{Requests: 300, Duration: 2 * time.Minute, Concurrency: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

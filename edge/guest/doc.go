@@ -33,19 +33,31 @@
 //
 // # Compilation and the module cache
 //
-// [Backend.Deploy] loads, verifies and compiles every artifact a
-// deployment names, once per digest, and only then replaces what the
-// (tenant, service) pair had; [Backend.Run] never compiles. A module is
+// [Backend.Prepare] loads, verifies and compiles every artifact a
+// deployment names, once per digest, switching nothing; [Prepared.Commit]
+// then replaces what the (tenant, service) pair had, at once, and
+// returns the replaced deployment so that a caller whose own commit (a
+// catalog's) fails can put it back. [Backend.Deploy] is the two in a
+// row. A compile runs under the caller's context and stops when it ends
+// (wazero checks it between functions when compiling on more than one
+// worker). [Backend.Run] never compiles. A module is
 // valid only as a WASI command: it exports "_start" () -> () and one
 // memory, "memory"; it imports no memory and only functions that
 // wasi_snapshot_preview1 provides with the same signature. The cache is
 // bounded twice: a module is closed as soon as no deployment references
-// it (reference counts: one per deployed release, one per running
-// guest, so a guest whose deployment was replaced keeps its module until
-// it stops), and the backend never holds more than Config.MaxModules
+// it (reference counts: one per deployed or prepared release, one per
+// held release, one per running guest, so a guest whose deployment was
+// replaced keeps its module until it stops), and the backend never holds more than Config.MaxModules
 // (default [DefaultMaxModules]) compiled modules: a deployment that would
 // pass it fails with [ErrTooManyModules]. A replacement holds old and
 // new modules for a moment, so it needs room for both.
+//
+// [Backend.Hold] keeps one release of a pair runnable until its done
+// function is called, whatever is deployed meanwhile: the node holds the
+// release an activation was admitted for from resolution to the
+// activation's end, so an activation queued for a cell across a redeploy
+// or an undeploy runs the release it was admitted for, not a platform
+// failure.
 //
 // # The ABI
 //

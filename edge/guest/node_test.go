@@ -202,6 +202,10 @@ func outcomeCases() []outcomeCase {
 	}
 }
 
+// loadedMachine scales the outcome cases' time bounds for a loaded
+// machine.
+const loadedMachine = 6
+
 func (c *outcomeCase) verify(t *testing.T, rep runner.Report, err error, took time.Duration) {
 	t.Helper()
 	if rep.Outcome != c.outcome {
@@ -213,8 +217,11 @@ func (c *outcomeCase) verify(t *testing.T, rep runner.Report, err error, took ti
 	if rep.Disposition != runner.Released {
 		t.Fatalf("cell %v, want released", rep.Disposition)
 	}
-	if took > c.within {
-		t.Fatalf("took %v, more than %v", took, c.within)
+	// within is what an idle machine needs with room to spare; under
+	// -race beside other packages' tests on a loaded two-core machine a
+	// run takes several times longer, and the bound only tells a hang.
+	if took > c.within*loadedMachine {
+		t.Fatalf("took %v, more than %v", took, c.within*loadedMachine)
 	}
 	if c.check != nil {
 		c.check(t, rep)

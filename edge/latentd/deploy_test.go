@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,6 +78,7 @@ func startWasmNode(t *testing.T, o wasmNodeOptions) *realGuestNode {
 	t.Helper()
 	p := testPolicy(t)
 	p.Node.BudgetCeiling.CPUFuel = realGuestFuel
+	p.Node.BudgetCeiling.WallTime = realGuestWallTime
 	if o.wallTime > 0 {
 		p.Node.BudgetCeiling.WallTime = o.wallTime
 	}
@@ -109,7 +111,7 @@ func startWasmNode(t *testing.T, o wasmNodeOptions) *realGuestNode {
 	go func() { served <- n.Serve(l) }()
 	t.Cleanup(func() {
 		rn.client.CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
 		if err := n.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
@@ -221,56 +223,68 @@ func (b gatedBackend) Reset(cell cellpool.CellID) error { return b.inner.Reset(c
 
 // Issue 23, item 4: one activation holds the only "small" cell and
 // another waits in the queue for it, both admitted for release 1.0.0;
-// then the pair is redeployed as 2.0.0 and the cell frees. Both run the
-// release they were admitted for (200), never a 500; the next
-// invocation runs 2.0.0, and once nothing holds 1.0.0 it is gone.
+// then the pair is redeployed as 2.0.0 (or deleted) and the cell frees.
+// Both run the release they were admitted for (200), never a 500; after
+// a redeploy the next invocation runs 2.0.0, after a delete it is 404.
 func TestRedeployKeepsTheReleaseOfAdmittedActivations(t *testing.T) {
-	gated := &gatedGuests{gate: make(chan struct{}), entered: make(chan struct{}, 4)}
-	rn := startWasmNode(t, wasmNodeOptions{
-		wrap:     func(w *WasmGuests) Guests { gated.WasmGuests = w; return gated },
-		wallTime: time.Minute, // the queued activation's deadline outlives a slow redeploy
-	})
-	closeGate := sync.OnceFunc(func() { close(gated.gate) })
-	t.Cleanup(closeGate)
-	digest := rn.putArtifact(okGuest)
-	if r := rn.do(http.MethodPut, "/v1/admin/deployments/acme/svc", adminToken, versionedDeployment("acme", "svc", digest, "1.0.0", 60000)); r.status != http.StatusOK {
-		t.Fatalf("deploy 1.0.0: %d %s", r.status, r.body)
+	for _, change := range []string{"redeploy", "delete"} {
+		t.Run(change, func(t *testing.T) {
+			gated := &gatedGuests{gate: make(chan struct{}), entered: make(chan struct{}, 4)}
+			rn := startWasmNode(t, wasmNodeOptions{
+				wrap:     func(w *WasmGuests) Guests { gated.WasmGuests = w; return gated },
+				wallTime: time.Minute, // the queued activation's deadline outlives a slow redeploy
+			})
+			closeGate := sync.OnceFunc(func() { close(gated.gate) })
+			t.Cleanup(closeGate)
+			digest := rn.putArtifact(okGuest)
+			if r := rn.do(http.MethodPut, "/v1/admin/deployments/acme/svc", adminToken, versionedDeployment("acme", "svc", digest, "1.0.0", 60000)); r.status != http.StatusOK {
+				t.Fatalf("deploy 1.0.0: %d %s", r.status, r.body)
+			}
+			answers := make(chan response, 2)
+			go func() {
+				answers <- send(t, rn.client, rn.url, http.MethodPost, "/v1/invoke/acme/svc/run", aliceToken, []byte("gate"))
+			}()
+			select {
+			case <-gated.entered:
+			case <-time.After(patience):
+				t.Fatal("the gated activation never reached its cell")
+			}
+			go func() {
+				answers <- send(t, rn.client, rn.url, http.MethodPost, "/v1/invoke/acme/svc/run", aliceToken, []byte("queued"))
+			}()
+			for deadline := time.Now().Add(patience); rn.node.Pipeline().Scheduler().Queued("batch") != 1; {
+				if time.Now().After(deadline) {
+					t.Fatal("the second activation was never queued")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			after := http.StatusOK
+			if change == "redeploy" {
+				if r := rn.do(http.MethodPut, "/v1/admin/deployments/acme/svc", adminToken, versionedDeployment("acme", "svc", digest, "2.0.0", 60000)); r.status != http.StatusOK {
+					t.Fatalf("redeploy 2.0.0: %d %s", r.status, r.body)
+				}
+			} else {
+				if r := rn.do(http.MethodDelete, "/v1/admin/deployments/acme/svc", adminToken, nil); r.status != http.StatusOK {
+					t.Fatalf("delete: %d %s", r.status, r.body)
+				}
+				after = http.StatusNotFound
+			}
+			if q := rn.node.Pipeline().Scheduler().Queued("batch"); q != 1 {
+				t.Fatalf("%d queued after the %s, want the one admitted before it", q, change)
+			}
+			closeGate()
+			for range 2 {
+				r := <-answers
+				if r.status != http.StatusOK || r.header.Get(HeaderOutcome) != OutcomeSuccess {
+					t.Errorf("an activation admitted before the %s: %d %s=%q %s", change, r.status, HeaderOutcome, r.header.Get(HeaderOutcome), r.body)
+				}
+			}
+			if r := rn.do(http.MethodPost, "/v1/invoke/acme/svc/run", aliceToken, nil); r.status != after {
+				t.Errorf("after the %s: %d %s, want %d", change, r.status, r.body, after)
+			}
+			rn.ledgerAtZero()
+		})
 	}
-	answers := make(chan response, 2)
-	go func() {
-		answers <- send(t, rn.client, rn.url, http.MethodPost, "/v1/invoke/acme/svc/run", aliceToken, []byte("gate"))
-	}()
-	select {
-	case <-gated.entered:
-	case <-time.After(deployTestTimeout):
-		t.Fatal("the gated activation never reached its cell")
-	}
-	go func() {
-		answers <- send(t, rn.client, rn.url, http.MethodPost, "/v1/invoke/acme/svc/run", aliceToken, []byte("queued"))
-	}()
-	for deadline := time.Now().Add(deployTestTimeout); rn.node.Pipeline().Scheduler().Queued("batch") != 1; {
-		if time.Now().After(deadline) {
-			t.Fatal("the second activation was never queued")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if r := rn.do(http.MethodPut, "/v1/admin/deployments/acme/svc", adminToken, versionedDeployment("acme", "svc", digest, "2.0.0", 60000)); r.status != http.StatusOK {
-		t.Fatalf("redeploy 2.0.0: %d %s", r.status, r.body)
-	}
-	if q := rn.node.Pipeline().Scheduler().Queued("batch"); q != 1 {
-		t.Fatalf("%d queued after the redeploy, want the one admitted before it", q)
-	}
-	closeGate()
-	for range 2 {
-		r := <-answers
-		if r.status != http.StatusOK || r.header.Get(HeaderOutcome) != OutcomeSuccess {
-			t.Errorf("an activation admitted before the redeploy: %d %s=%q %s", r.status, HeaderOutcome, r.header.Get(HeaderOutcome), r.body)
-		}
-	}
-	if r := rn.do(http.MethodPost, "/v1/invoke/acme/svc/run", aliceToken, nil); r.status != http.StatusOK {
-		t.Errorf("after the redeploy: %d %s", r.status, r.body)
-	}
-	rn.ledgerAtZero()
 }
 
 // Issue 23, item 6: a deploy whose client goes away while it compiles is
@@ -406,4 +420,46 @@ func TestDeployOfTheGoGuestOutlastsTheWriteTimeout(t *testing.T) {
 		t.Fatalf("the guest after its deploy: %d %s=%q %s", r.status, HeaderOutcome, r.header.Get(HeaderOutcome), r.body)
 	}
 	rn.ledgerAtZero()
+}
+
+// A deploy the catalog refuses after the runtime switched (here: over
+// the catalog's capacity, 409) puts the runtime back: the pair runs the
+// release the catalog still names, never a 500.
+func TestADeployTheCatalogRefusesLeavesTheRuntimeAsItWas(t *testing.T) {
+	revisions, echo := 0, 0
+	for _, d := range testDeployments(t) {
+		for _, r := range d.Routes {
+			revisions += len(r.Revisions)
+			if d.Tenant == "acme" && d.Service == "echo" {
+				echo += len(r.Revisions)
+			}
+		}
+	}
+	tn := startNode(t, nodeOptions{mutate: func(c *Config) {
+		c.Capacity = catalog.Capacity{MaxRevisions: uint64(revisions + 1), MaxPolicyBytes: 1 << 30}
+	}})
+	// acme/echo again, with two more revisions than it has: within the
+	// capacity alone (the body's check), over it with the others.
+	one := `{"release":{"artifact_digest":"` + demoDigest + `","version":"VERSION"},"weight":1,
+   "policy":{"trust_class":"standard","backend":"wasm","threading":"single","state_model":"stateless","features":[],
+   "call_depth_limit":4,"capsule_ceiling":{},"deployment_ceiling":{"memory_bytes":8388608},
+   "placement":{"architectures":[],"regions":[],"zones":[]}}}`
+	var revs []string
+	for i := range echo + 2 {
+		revs = append(revs, strings.Replace(one, "VERSION", fmt.Sprintf("8.0.%d", i), 1))
+	}
+	doc := `{"tenant":"acme","service":"echo","routes":[{"route":"run","contract":"demo.v1","function":"run","revisions":[` +
+		strings.Join(revs, ",") + `]}]}`
+	before := tn.node.catalog.Pin().Generation()
+	if r := tn.do(http.MethodPut, "/v1/admin/deployments/acme/echo", adminToken, []byte(doc)); r.status != http.StatusConflict {
+		t.Fatalf("a deploy over the catalog's capacity: %d %s", r.status, r.body)
+	}
+	if after := tn.node.catalog.Pin().Generation(); after != before {
+		t.Fatalf("generation %d after a refused deploy, was %d", after, before)
+	}
+	for i := range 8 {
+		if r := tn.invoke("acme/echo/run", aliceToken, "still", HeaderRoutingKey, fmt.Sprint(i)); r.status != http.StatusOK || string(r.body) != "echo:still" {
+			t.Fatalf("acme/echo after the refused deploy: %d %s=%q %s", r.status, HeaderOutcome, r.header.Get(HeaderOutcome), r.body)
+		}
+	}
 }

@@ -252,7 +252,14 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 	slices.Sort(r.Latencies)
 	transport.CloseIdleConnections()
 
+	// The last answer can reach its client a moment before the scheduler
+	// has counted its activation finished (a loaded machine stretches the
+	// moment): the counters must settle, within soakSettle.
 	residue := node.Pipeline().Counters().Residue()
+	for deadline := time.Now().Add(soakSettle); len(residue) != 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		residue = node.Pipeline().Counters().Residue()
+	}
 	if err := node.Shutdown(context.WithoutCancel(ctx)); err != nil {
 		r.Violations = append(r.Violations, err.Error())
 	}
@@ -267,7 +274,7 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 		r.Violations = append(r.Violations, fmt.Sprintf("%d permits leaked", leaked))
 	}
 	// Goroutines wind down a moment after their connections close.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(soakSettle)
 	for runtime.NumGoroutine() > r.Goroutines[0] && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -277,3 +284,8 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 	}
 	return r, nil
 }
+
+// soakSettle bounds how long Soak waits, after the last answer, for the
+// node's counters and goroutines to come back: a moment on an idle
+// machine, seconds on a loaded one; it waits no longer than they take.
+const soakSettle = time.Minute

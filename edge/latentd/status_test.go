@@ -180,8 +180,16 @@ func TestStatusTable(t *testing.T) {
 		})
 		t.Run("queue-deadline-infeasible, retryable: 503 with the configured Retry-After", func(t *testing.T) {
 			// One live on a class of parallelism 1: required = 100 + 20 + 10 ms.
-			deadline := strconv.FormatInt(time.Now().Add(90*time.Millisecond).UnixMilli(), 10)
-			r := tn.invoke("acme/echo/big", aliceToken, "x", HeaderDeadline, deadline)
+			// A loaded machine may take the 90 ms before admission reads the
+			// deadline, which is then past (504 deadline-exceeded): try again.
+			var r response
+			for try := 0; ; try++ {
+				deadline := strconv.FormatInt(time.Now().Add(90*time.Millisecond).UnixMilli(), 10)
+				r = tn.invoke("acme/echo/big", aliceToken, "x", HeaderDeadline, deadline)
+				if r.status != http.StatusGatewayTimeout || try == 50 {
+					break
+				}
+			}
 			wantRejection(t, r, http.StatusServiceUnavailable, "admission-rejected", "cell-class", "queue-delay", "queue-deadline-infeasible", true, "3")
 		})
 		t.Run("queue-deadline-infeasible, not retryable: 422", func(t *testing.T) {
@@ -237,7 +245,8 @@ func TestExecutionOutcomes(t *testing.T) {
 		if r.status != http.StatusGatewayTimeout || r.header.Get(HeaderOutcome) != OutcomeDeadline {
 			t.Fatalf("%d %v %s", r.status, r.header, r.body)
 		}
-		if took < 250*time.Millisecond || took > 5*time.Second {
+		// The upper bound only tells a hang: a loaded machine is slow.
+		if took < 250*time.Millisecond || took > patience {
 			t.Errorf("answered after %v, want about 300ms", took)
 		}
 	})

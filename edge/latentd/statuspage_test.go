@@ -224,7 +224,7 @@ func TestAdminStatusNumbers(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		select {
 		case <-tn.guests.started:
-		case <-time.After(10 * time.Second):
+		case <-time.After(patience):
 			t.Fatal("the held guests did not start")
 		}
 	}

@@ -207,11 +207,11 @@ func TestRunStopsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx) }()
-	nodetest.Eventually(t, 10*time.Second, "three publishes", func() bool { return s.Stats().Published >= 3 })
+	nodetest.Eventually(t, time.Minute, "three publishes", func() bool { return s.Stats().Published >= 3 })
 	cancel()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // only a hang: a loaded machine is slow
 		t.Fatal("Run did not return after its context ended")
 	}
 	goleak.VerifyNone(t)

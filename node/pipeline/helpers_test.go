@@ -43,7 +43,7 @@ func newRig(t *testing.T, mutate func(*policy.NodeAdmissionPolicy), plan synthet
 func (r *rig) quiet(t *testing.T) pipeline.Counters {
 	t.Helper()
 	var c pipeline.Counters
-	nodetest.Eventually(t, 10*time.Second, "the pipeline to go quiet", func() bool {
+	nodetest.Eventually(t, time.Minute, "the pipeline to go quiet", func() bool {
 		c = r.pipe.Counters()
 		return len(c.Residue()) == 0
 	})

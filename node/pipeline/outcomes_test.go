@@ -166,7 +166,7 @@ func TestCancelledCallerDoesNotReleaseEarly(t *testing.T) {
 		t.Fatalf("while running: %+v", running.Ledger.Node)
 	}
 	close(b.stop)
-	nodetest.Eventually(t, 5*time.Second, "the execution to finish", func() bool { return p.Counters().Equal(base) })
+	nodetest.Eventually(t, time.Minute, "the execution to finish", func() bool { return p.Counters().Equal(base) })
 	if s := p.Runner().Stats(); s.Outcomes[runner.Canceled] != 1 || s.Released != 1 {
 		t.Fatalf("runner stats %+v", s)
 	}
@@ -215,7 +215,7 @@ func TestQueuedPathsThroughThePipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodetest.Eventually(t, 5*time.Second, "the cell to be busy", func() bool { return r.pipe.Counters().Executing == 1 })
+	nodetest.Eventually(t, time.Minute, "the cell to be busy", func() bool { return r.pipe.Counters().Executing == 1 })
 
 	ctx, cancel := context.WithCancel(context.Background())
 	canceled, err := r.pipe.Submit(ctx, r.node.Admit(t, nodetest.Ask{}), nil)

@@ -324,7 +324,7 @@ func TestLeaseLeftHeldIsQuarantined(t *testing.T) {
 	j.run = func(context.Context, *core.ExecutionPermit, *cellpool.Lease) {}
 	r.submit(t, context.Background(), nodetest.Ask{}, j)
 	<-j.ended
-	nodetest.Eventually(t, 5*time.Second, "the backstop", func() bool { return r.sched.Executing() == 0 })
+	nodetest.Eventually(t, time.Minute, "the backstop", func() bool { return r.sched.Executing() == 0 })
 	if got := r.node.Provider.Usage(); got.Node != r.base.ledger.Node || r.node.Provider.LiveReservations() != 0 {
 		t.Fatalf("reservation not returned: %+v", got.Node)
 	}
@@ -383,7 +383,7 @@ func TestDrainRunsEverythingQueued(t *testing.T) {
 		r.sched.Drain()
 		close(drained)
 	}()
-	nodetest.Eventually(t, 5*time.Second, "drain to stop accepting", func() bool {
+	nodetest.Eventually(t, time.Minute, "drain to stop accepting", func() bool {
 		p := r.node.Admit(t, nodetest.Ask{})
 		return errors.Is(r.sched.Submit(context.Background(), p, newJob("late", nil)), scheduler.ErrClosed)
 	})
