@@ -1,20 +1,17 @@
 package latentd
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
 	"latent.dev/admission/policy"
+	"latent.dev/admission/problems"
 )
 
 // admin wraps an administrator endpoint: a Host the Host rule refuses is
@@ -91,9 +88,9 @@ func (n *Node) putDeployment(w http.ResponseWriter, r *http.Request) {
 	// The body is read to its end, so the server now watches for the
 	// client going away (which ends r.Context()), without a read deadline:
 	// net/http lifts the request's ReadTimeout for that watch.
-	d, problems := n.decodeDeployment(data)
-	if problems != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid deployment", "problems": problems})
+	d, err := catalog.ValidateDeployment(data, n.cfg.Policy)
+	if err != nil {
+		writeProblems(w, "invalid deployment", problems.Of(err))
 		return
 	}
 	tenant, service := r.PathValue("tenant"), r.PathValue("service")
@@ -205,7 +202,7 @@ func (n *Node) catalogError(w http.ResponseWriter, err error) {
 	case errors.Is(err, catalog.ErrNotDeployed):
 		edgeError(w, http.StatusNotFound, edgeErrorBody{Error: "no such deployment"})
 	case errors.Is(err, catalog.ErrInvalidDeployment):
-		edgeError(w, http.StatusBadRequest, edgeErrorBody{Error: err.Error()})
+		writeProblems(w, "invalid deployment", problems.Of(err))
 	case errors.Is(err, catalog.ErrCapacityExceeded):
 		edgeError(w, http.StatusConflict, edgeErrorBody{Error: "the catalog's capacity would be exceeded"})
 	case errors.Is(err, catalog.ErrClosed):
@@ -217,40 +214,20 @@ func (n *Node) catalogError(w http.ResponseWriter, err error) {
 	}
 }
 
-// decodeDeployment decodes one deployment with the catalog's own strict
-// decoder and node-policy check, by framing it as a catalog file of one
-// deployment. It returns the problems with their JSON paths relative to
-// the body.
-func (n *Node) decodeDeployment(data []byte) (catalog.Deployment, []string) {
-	trimmed := bytes.TrimSpace(data)
-	// json.Valid guarantees one complete value, so the framing below can
-	// never be broken out of.
-	if !json.Valid(trimmed) || len(trimmed) == 0 || trimmed[0] != '{' {
-		return catalog.Deployment{}, []string{"$: must be one JSON object"}
+// problemJSON is one problem of a refused body: its JSON path from the
+// body's root, `$`, and what is wrong there.
+type problemJSON struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// writeProblems answers 400 with every problem of a refused body.
+func writeProblems(w http.ResponseWriter, what string, ps problems.List) {
+	out := make([]problemJSON, len(ps))
+	for i, p := range rooted(ps) {
+		out[i] = problemJSON{Path: p.Path, Message: p.Message}
 	}
-	capacity := n.catalog.Capacity()
-	framed := make([]byte, 0, len(trimmed)+128)
-	framed = fmt.Appendf(framed, `{"capacity":{"max_revisions":%d,"max_policy_bytes":%d},"deployments":[`, capacity.MaxRevisions, capacity.MaxPolicyBytes)
-	framed = append(framed, trimmed...)
-	framed = append(framed, "]}"...)
-	file, err := catalog.ValidateFile(framed, n.cfg.Policy)
-	if err != nil {
-		var problems []string
-		for _, line := range strings.Split(strings.TrimSpace(err.Error()), "\n") {
-			switch {
-			case strings.HasPrefix(line, "deployments[0]."):
-				line = "$." + strings.TrimPrefix(line, "deployments[0].")
-			case strings.HasPrefix(line, "deployments[0]:"):
-				line = "$:" + strings.TrimPrefix(line, "deployments[0]:")
-			}
-			problems = append(problems, line)
-		}
-		return catalog.Deployment{}, problems
-	}
-	if len(file.Deployments) != 1 {
-		return catalog.Deployment{}, []string{"$: must be one deployment"}
-	}
-	return file.Deployments[0], nil
+	writeJSON(w, http.StatusBadRequest, map[string]any{"error": what, "problems": out})
 }
 
 // usage serves GET /v1/tenants/{tenant}/usage: the tenant's quota

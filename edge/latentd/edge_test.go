@@ -2,6 +2,7 @@ package latentd
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -254,7 +255,12 @@ func TestAdministratorEndpoints(t *testing.T) {
 	t.Run("an invalid deployment names its JSON path", func(t *testing.T) {
 		bad := []byte(strings.Replace(string(deployment(demoDigest)), `"weight":1`, `"weight":1,"bogus":2`, 1))
 		r := tn.do(http.MethodPut, "/v1/admin/deployments/acme/fresh", adminToken, bad)
-		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "$.routes[0].revisions[0].bogus: unknown key") {
+		var refused struct {
+			Error    string
+			Problems []struct{ Path, Message string }
+		}
+		if r.status != http.StatusBadRequest || json.Unmarshal(r.body, &refused) != nil || refused.Error != "invalid deployment" ||
+			len(refused.Problems) != 1 || refused.Problems[0].Path != "$.routes[0].revisions[0].bogus" || refused.Problems[0].Message != "unknown key" {
 			t.Fatalf("%d %s", r.status, r.body)
 		}
 		for _, body := range []string{`[]`, `{"tenant":"acme"}]`, `{} {}`, ``} {

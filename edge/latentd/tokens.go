@@ -9,7 +9,9 @@ import (
 	"os"
 	"strings"
 
+	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/policy"
+	"latent.dev/admission/problems"
 )
 
 // MaxTokenFileBytes bounds a token file.
@@ -82,100 +84,133 @@ func readBounded(path string, limit int64) ([]byte, error) {
 // entry that also names a principal (or is both) are errors naming their
 // JSON path.
 func DecodeTokens(data []byte) (*Tokens, error) {
-	root, err := parseStrictJSON(data)
-	if err != nil {
-		return nil, err
+	tree, parseProblems := strictjson.Parse(data)
+	if tree == nil {
+		return nil, rooted(parseProblems)
 	}
-	if err := root.object([]string{"tokens"}, nil); err != nil {
-		return nil, err
-	}
-	list := root.fields["tokens"]
-	if list.kind != '[' {
-		return nil, fmt.Errorf("%s: must be an array, not %s", list.path, kindNames[list.kind])
-	}
+	d := strictjson.NewDecoder(parseProblems)
+	root := d.Object(tree)
+	items := root.Array("tokens")
+	root.Done()
 	t := &Tokens{}
 	seen := map[[sha256.Size]byte]string{}
-	for _, item := range list.items {
-		e, err := decodeTokenEntry(item)
-		if err != nil {
-			return nil, err
+	for _, item := range items {
+		if item.Kind != strictjson.ObjectKind {
+			d.Object(item) // records that it is not an object
+			continue
+		}
+		e, ok := decodeTokenEntry(d, d.Object(item))
+		if !ok {
+			continue
 		}
 		if first, dup := seen[e.digest]; dup {
-			return nil, fmt.Errorf("%s.sha256: the same digest as %s", item.path, first)
+			d.Problemf(strictjson.JoinKey(item.Path(), "sha256"), "the same digest as %s", rootedPath(first))
+			continue
 		}
-		seen[e.digest] = item.path
+		seen[e.digest] = item.Path()
 		t.entries = append(t.entries, e)
+	}
+	if err := d.Err(); err != nil {
+		return nil, rooted(strictjson.AsProblems(err))
 	}
 	return t, nil
 }
 
-func decodeTokenEntry(v *jsonValue) (tokenEntry, error) {
-	var e tokenEntry
-	if err := v.object([]string{"sha256"}, []string{"admin", "metrics", "kind", "subject", "tenant", "service"}); err != nil {
-		return e, err
+// decodeTokenEntry decodes one entry of "tokens"; ok is false when it
+// has a problem (recorded in d).
+func decodeTokenEntry(d *strictjson.Decoder, o *strictjson.Object) (e tokenEntry, ok bool) {
+	before := len(d.Problems())
+	defer func() { ok = ok && len(d.Problems()) == before }()
+	path := o.Path()
+	at := func(key string) string { return strictjson.JoinKey(path, key) }
+	digest := o.String("sha256")
+	admin, metrics := o.OptionalBool("admin"), o.OptionalBool("metrics")
+	if len(d.Problems()) != before && (o.Has("admin") || o.Has("metrics")) {
+		o.Done()
+		return e, false // a mistyped "admin" or "metrics": which kind of entry it is cannot be known
 	}
-	digest, err := v.stringField("sha256")
-	if err != nil {
-		return e, err
+	named := map[string]bool{}
+	var p Principal
+	for _, key := range []string{"kind", "subject", "tenant", "service"} {
+		named[key] = o.Has(key)
 	}
-	raw, ok := parseHexDigest(digest)
-	if !ok {
-		return e, fmt.Errorf("%s.sha256: must be 64 lowercase hex digits (the SHA-256 of the token)", v.path)
+	kind, _ := o.Optional("kind")
+	subject, _ := o.Optional("subject")
+	tenant, _ := o.Optional("tenant")
+	service, _ := o.Optional("service")
+	o.Done()
+	if raw, valid := parseHexDigest(digest); valid {
+		e.digest = raw
+	} else if o.Has("sha256") {
+		d.Problemf(at("sha256"), "must be 64 lowercase hex digits (the SHA-256 of the token)")
 	}
-	e.digest = raw
-	admin, err := v.boolField("admin")
-	if err != nil {
-		return e, err
-	}
-	metrics, err := v.boolField("metrics")
-	if err != nil {
-		return e, err
-	}
-	if admin && metrics {
-		return e, fmt.Errorf("%s.metrics: an administrator token already reads every series", v.path)
-	}
-	if admin || metrics {
+	switch {
+	case admin && metrics:
+		d.Problemf(at("metrics"), "an administrator token already reads every series")
+		return e, false
+	case admin || metrics:
 		what := "an administrator"
 		if metrics {
 			what = "a metrics"
 		}
-		for _, k := range []string{"kind", "subject", "tenant", "service"} {
-			if _, has := v.fields[k]; has {
-				return e, fmt.Errorf("%s.%s: %s token names no principal", v.path, k, what)
+		for _, key := range []string{"kind", "subject", "tenant", "service"} {
+			if named[key] {
+				d.Problemf(at(key), "%s token names no principal", what)
 			}
 		}
 		e.principal = Principal{Admin: admin, Metrics: metrics}
-		return e, nil
+		return e, true
 	}
-	for _, k := range []string{"kind", "subject", "tenant"} {
-		if _, has := v.fields[k]; !has {
-			return e, fmt.Errorf("%s.%s: missing (required unless \"admin\" or \"metrics\" is true)", v.path, k)
+	for _, key := range []string{"kind", "subject", "tenant"} {
+		if !named[key] {
+			d.Problemf(at(key), "missing (required unless \"admin\" or \"metrics\" is true)")
 		}
 	}
-	var p Principal
-	kind, err := v.stringField("kind")
-	if err != nil {
-		return e, err
+	if kind != nil {
+		if s, isString := d.String(kind); isString {
+			var known bool
+			if p.Kind, known = policy.ParsePrincipalKind(s); !known {
+				d.Problemf(at("kind"), "must be \"user\" or \"service\"")
+			}
+		}
 	}
-	if p.Kind, ok = policy.ParsePrincipalKind(kind); !ok {
-		return e, fmt.Errorf("%s.kind: must be \"user\" or \"service\"", v.path)
-	}
-	if p.Subject, err = v.stringField("subject"); err != nil {
-		return e, err
-	}
-	if p.Tenant, err = v.stringField("tenant"); err != nil {
-		return e, err
-	}
-	if p.Service, err = v.stringField("service"); err != nil {
-		return e, err
-	}
-	for _, f := range []struct{ key, value string }{{"subject", p.Subject}, {"tenant", p.Tenant}} {
-		if f.value == "" {
-			return e, fmt.Errorf("%s.%s: must not be empty", v.path, f.key)
+	for _, f := range []struct {
+		key   string
+		value *strictjson.Value
+		into  *string
+	}{{"subject", subject, &p.Subject}, {"tenant", tenant, &p.Tenant}, {"service", service, &p.Service}} {
+		if f.value == nil {
+			continue
+		}
+		if s, isString := d.String(f.value); isString {
+			*f.into = s
+			if s == "" && f.key != "service" {
+				d.Problemf(at(f.key), "must not be empty")
+			}
 		}
 	}
 	e.principal = p
-	return e, nil
+	return e, true
+}
+
+// rooted writes problems' JSON paths from the document's root, `$`, as
+// every path latentd reports does: `$.tokens[0].sha256`.
+func rooted(ps strictjson.Problems) problems.List {
+	out := make(problems.List, len(ps))
+	for i, p := range ps {
+		out[i] = problems.Problem{Path: rootedPath(p.Path), Message: p.Message}
+	}
+	return out
+}
+
+func rootedPath(path string) string {
+	switch {
+	case path == "":
+		return "$"
+	case path[0] == '[':
+		return "$" + path
+	}
+	return "$." + path
 }
 
 // parseHexDigest decodes 64 lowercase hex digits.

@@ -207,3 +207,12 @@ func (d *Decoder) Int64(v *Value) (int64, bool) {
 	}
 	return 0, false
 }
+
+// Bool reads true or false.
+func (d *Decoder) Bool(v *Value) (bool, bool) {
+	if v.Kind != Bool {
+		d.ProblemAt(v, "expected true or false, got %s", v.Kind)
+		return false, false
+	}
+	return v.Bool, true
+}

@@ -219,3 +219,12 @@ func (o *Object) OptionalObject(key string) (*Object, bool) {
 	}
 	return o.d.Object(v), true
 }
+
+// OptionalBool reads an optional boolean: false when the key is absent.
+func (o *Object) OptionalBool(key string) bool {
+	if v, ok := o.Optional(key); ok {
+		b, _ := o.d.Bool(v)
+		return b
+	}
+	return false
+}
