@@ -38,6 +38,16 @@ type options struct {
 	grace                                    time.Duration
 	maxResponseBytes                         int64
 	fuelPerMillisecond                       uint64
+	logFormat                                string
+	accessLog                                bool
+}
+
+// newLogger is the node's logger on w in the format -log-format names.
+func newLogger(format string, w io.Writer) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -64,8 +74,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.grace, "grace", latentd.DefaultShutdownGrace, "how long running activations may finish after SIGTERM or SIGINT")
 	fs.Int64Var(&o.maxResponseBytes, "max-response-bytes", 1<<20, "bound on a guest's standard output (the response body)")
 	fs.Uint64Var(&o.fuelPerMillisecond, "fuel-per-ms", 0, "CPU fuel one millisecond of guest execution burns (0: edge/guest's default)")
+	fs.StringVar(&o.logFormat, "log-format", "text", "the log's and the access log's `FORMAT` on standard error: text or json")
+	fs.BoolVar(&o.accessLog, "access-log", true, "log one line per answered request (method, path pattern, validated tenant, service, route and activation ID, status, outcome or reason, duration, bytes)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.logFormat != "text" && o.logFormat != "json" {
+		return o, fmt.Errorf("-log-format %q: want text or json", o.logFormat)
 	}
 	if fs.NArg() != 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -182,6 +197,9 @@ func start(ctx context.Context, o options, logger *slog.Logger) (*started, error
 	s.demo = o.tokens == ""
 	cfg := latentd.Config{Policy: pol, Tokens: tokens, StoreDir: o.store, RetryAfter: o.retryAfter, ShutdownGrace: o.grace,
 		AllowedHosts: o.allowedHosts, Logger: logger}
+	if o.accessLog {
+		cfg.AccessLog = logger.With("log", "access")
+	}
 	artifacts := o.artifacts
 	if artifacts == "" {
 		dir, err := os.MkdirTemp("", "latentd-artifacts-")
@@ -266,7 +284,7 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "latentd:", err)
 		return 2
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	logger := newLogger(o.logFormat, stderr)
 	s, err := start(ctx, o, logger)
 	if err != nil {
 		// edge/latentd's errors name their package already.

@@ -121,6 +121,8 @@ func (n *Node) putDeployment(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		n.catalogError(w, err)
 	default:
+		note := noteOf(w)
+		note.tenant, note.service = tenant, service
 		writeJSON(w, http.StatusOK, map[string]uint64{"generation": gen})
 	}
 }
@@ -187,6 +189,8 @@ func (n *Node) deleteDeployment(w http.ResponseWriter, r *http.Request) {
 		n.catalogError(w, err)
 		return
 	}
+	note := noteOf(w)
+	note.tenant, note.service = tenant, service
 	writeJSON(w, http.StatusOK, map[string]uint64{"generation": gen})
 }
 
@@ -251,6 +255,7 @@ func (n *Node) usage(w http.ResponseWriter, r *http.Request) {
 		edgeError(w, http.StatusNotFound, edgeErrorBody{Error: "no such tenant"})
 		return
 	}
+	noteOf(w).tenant = tenant
 	writeJSON(w, http.StatusOK, usageJSON{Tenant: tenant, Live: snap.Live, Queued: snap.Queued, CPUFuel: snap.CPUFuel,
 		MemoryBytes: snap.MemoryBytes, Limits: limitsOf(snap.Limits)})
 }

@@ -99,6 +99,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // reject writes a rejection: its status, the five-field body, and
 // Retry-After exactly when it is retryable.
 func (n *Node) reject(w http.ResponseWriter, e core.Error) {
+	noteOf(w).reason = e.Reason()
 	if e.Retryable() {
 		w.Header().Set("Retry-After", strconv.FormatUint(uint64(n.retryAfter(e.Reason())), 10))
 	}
@@ -178,7 +179,7 @@ func (n *Node) answerAfterAdmission(w http.ResponseWriter, report runner.Report,
 		n.reject(w, errQueueFull)
 		return
 	case errors.Is(err, scheduler.ErrExpired):
-		w.Header().Set("Latent-Outcome", OutcomeDeadline)
+		setOutcome(w, OutcomeDeadline)
 		n.reject(w, core.ErrPermitDeadlineExceeded)
 		return
 	case errors.Is(err, scheduler.ErrClosed):
@@ -186,16 +187,16 @@ func (n *Node) answerAfterAdmission(w http.ResponseWriter, report runner.Report,
 		edgeError(w, http.StatusServiceUnavailable, edgeErrorBody{Error: "the node is shutting down"})
 		return
 	case errors.Is(err, scheduler.ErrCanceled):
-		w.Header().Set("Latent-Outcome", OutcomeCanceled)
+		setOutcome(w, OutcomeCanceled)
 		edgeError(w, http.StatusServiceUnavailable, edgeErrorBody{Error: "canceled while queued"})
 		return
 	case report.Outcome == runner.NotRun:
-		w.Header().Set("Latent-Outcome", OutcomePlatformFailure)
+		setOutcome(w, OutcomePlatformFailure)
 		edgeError(w, http.StatusInternalServerError, edgeErrorBody{Error: "the activation could not be run"})
 		return
 	}
 	status, outcome := outcomeAnswer(report.Outcome)
-	w.Header().Set("Latent-Outcome", outcome)
+	setOutcome(w, outcome)
 	switch report.Outcome {
 	case runner.Succeeded, runner.DeclaredError:
 		w.Header().Set("Content-Type", "application/octet-stream")

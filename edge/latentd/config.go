@@ -73,6 +73,11 @@ type Config struct {
 	AllowedHosts []string
 	// Logger receives the node's log lines; nil is slog.Default().
 	Logger *slog.Logger
+	// AccessLog, when not nil, receives one line per answered request
+	// (observe.go): method, path pattern, the tenant, service and route
+	// once validated, the activation ID, status, outcome or rejection
+	// reason, duration and bytes in and out. Nil logs none.
+	AccessLog *slog.Logger
 }
 
 func (c *Config) setDefaults(ceiling time.Duration) error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
@@ -15,7 +16,7 @@ import (
 // routes is the node's HTTP surface.
 func (n *Node) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/invoke/{tenant}/{service}/{route}", n.invoke)
+	mux.HandleFunc(invokePattern, n.invoke)
 	mux.HandleFunc("GET /healthz", n.healthz)
 	mux.HandleFunc("GET /readyz", n.readyz)
 	mux.Handle("GET /metrics", n.metricsHandler())
@@ -24,7 +25,9 @@ func (n *Node) routes() http.Handler {
 	mux.HandleFunc("PUT /v1/admin/deployments/{tenant}/{service}", n.admin(n.putDeployment))
 	mux.HandleFunc("DELETE /v1/admin/deployments/{tenant}/{service}", n.admin(n.deleteDeployment))
 	mux.HandleFunc("GET /v1/admin/snapshot", n.admin(n.snapshot))
-	return n.localOnly(n.withStatus(mux))
+	n.status = &statusState{n: n, now: time.Now}
+	n.statusPage(mux)
+	return n.observe(n.localOnly(mux))
 }
 
 // invoke serves POST /v1/invoke/{tenant}/{service}/{route}: authenticate,
@@ -46,6 +49,8 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 		n.reject(w, errPrincipalDenied)
 		return
 	}
+	note := noteOf(w)
+	note.tenant = tenant
 	settings := n.provider.Policy().Node()
 	inv, herr := parseInvocation(r.Header, settings.BudgetCeiling)
 	if herr != nil {
@@ -53,6 +58,7 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set(HeaderActivationID, inv.activationID)
+	note.activationID = inv.activationID
 
 	input, measured, err := readPayload(r.Body, settings.MaximumPayloadBytes)
 	if err != nil {
@@ -69,6 +75,7 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 		n.reject(w, core.ErrRevisionNotAvailable)
 		return
 	}
+	note.service, note.route = rev.Service, rev.Route
 	// The release the revision names stays runnable until the activation
 	// ends, however the deployment changes meanwhile. A redeploy or a
 	// delete between resolving and holding leaves nothing to hold: the

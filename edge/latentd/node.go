@@ -55,6 +55,9 @@ type Node struct {
 
 	adminMu sync.Mutex
 	view    atomic.Pointer[view] // written under adminMu
+	// status is what the status page keeps: recent outcomes and
+	// rejection samples.
+	status *statusState
 }
 
 // answerAfterInterrupt is how long Shutdown waits, once it has

@@ -1,0 +1,124 @@
+package latentd
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// syncBuffer is a log sink the server's goroutines write to.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) lines(t *testing.T) []map[string]any {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("an access-log line is not JSON: %q", line)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// One structured line per answered request, with only validated values:
+// the tenant once the caller is authenticated for it, configured names,
+// the checked activation ID; never a token, a payload or another header.
+func TestAccessLogOneLinePerRequest(t *testing.T) {
+	sink := &syncBuffer{}
+	tn := startNode(t, nodeOptions{mutate: func(c *Config) {
+		c.AccessLog = slog.New(slog.NewJSONHandler(sink, nil))
+	}})
+	const payload = "secret-payload-bytes"
+	ok := tn.invoke("acme/echo/run", aliceToken, payload, HeaderActivationID, "act-0001")
+	if ok.status != http.StatusOK {
+		t.Fatalf("invoke: %d %s", ok.status, ok.body)
+	}
+	if r := tn.invoke("acme/echo/run", "not-a-token", payload); r.status != http.StatusUnauthorized {
+		t.Fatalf("bad token: %d", r.status)
+	}
+	if r := tn.invoke("globex/echo/run", aliceToken, payload); r.status != http.StatusForbidden {
+		t.Fatalf("another tenant: %d", r.status)
+	}
+	if r := tn.invoke("acme/nothing-here/run", aliceToken, payload, HeaderActivationID, "act-0002"); r.status != http.StatusNotFound {
+		t.Fatalf("unknown route: %d %s", r.status, r.body)
+	}
+	if r := tn.do(http.MethodGet, "/no/such/path", "", nil); r.status != http.StatusNotFound {
+		t.Fatalf("unmatched: %d", r.status)
+	}
+
+	lines := sink.lines(t)
+	if len(lines) != 5 {
+		t.Fatalf("%d lines, want 5: %v", len(lines), lines)
+	}
+	want := []map[string]any{
+		{"method": "POST", "path": "/v1/invoke/{tenant}/{service}/{route}", "tenant": "acme", "service": "echo", "route": "run",
+			"activation_id": "act-0001", "status": float64(200), "outcome": OutcomeSuccess, "bytes_in": float64(len(payload))},
+		{"method": "POST", "path": "/v1/invoke/{tenant}/{service}/{route}", "status": float64(401)},
+		{"method": "POST", "path": "/v1/invoke/{tenant}/{service}/{route}", "status": float64(403), "reason": "principal-not-authorized"},
+		{"method": "POST", "path": "/v1/invoke/{tenant}/{service}/{route}", "tenant": "acme", "activation_id": "act-0002",
+			"status": float64(404), "reason": "revision-not-available"},
+		{"method": "GET", "path": "unmatched", "status": float64(404)},
+	}
+	for i, w := range want {
+		got := lines[i]
+		for k, v := range w {
+			if got[k] != v {
+				t.Errorf("line %d: %s = %v, want %v (%v)", i, k, got[k], v, got)
+			}
+		}
+		for _, k := range []string{"tenant", "service", "route", "activation_id", "outcome", "reason"} {
+			if _, has := w[k]; !has && got[k] != nil {
+				t.Errorf("line %d: %s = %v, want none (%v)", i, k, got[k], got)
+			}
+		}
+		for _, k := range []string{"time", "duration", "bytes_in", "bytes_out"} {
+			if got[k] == nil {
+				t.Errorf("line %d lacks %s: %v", i, k, got)
+			}
+		}
+	}
+	if lines[0]["bytes_out"] != float64(len(ok.body)) {
+		t.Errorf("bytes_out %v, want %d", lines[0]["bytes_out"], len(ok.body))
+	}
+	raw := func() string { sink.mu.Lock(); defer sink.mu.Unlock(); return sink.buf.String() }()
+	for _, secret := range []string{aliceToken, "not-a-token", payload, "globex", "nothing-here", "/no/such"} {
+		if strings.Contains(raw, secret) {
+			t.Errorf("the access log holds %q:\n%s", secret, raw)
+		}
+	}
+}
+
+// Without an access logger nothing is logged, and the status page still
+// records invocations.
+func TestNoAccessLogByDefault(t *testing.T) {
+	tn := startNode(t, nodeOptions{})
+	if tn.node.cfg.AccessLog != nil {
+		t.Fatal("an access log by default")
+	}
+	if r := tn.invoke("acme/echo/run", aliceToken, "x"); r.status != http.StatusOK {
+		t.Fatalf("invoke: %d", r.status)
+	}
+	if d, _ := tn.status(); len(d.Outcomes.Recent) != 1 || d.Outcomes.Recent[0].Route != "run" {
+		t.Errorf("recent outcomes %+v", d.Outcomes.Recent)
+	}
+}
