@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -50,14 +51,33 @@ type served struct {
 	addr   string
 	stop   context.CancelFunc // as SIGTERM does
 	code   chan int
-	stderr *bytes.Buffer
+	stderr *lockedBuffer
+}
+
+// lockedBuffer is a standard error the node's goroutines write while the
+// test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // serve runs serveMain with args until it prints its address.
 func serve(t *testing.T, args ...string) *served {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &served{stop: cancel, code: make(chan int, 1), stderr: &bytes.Buffer{}}
+	s := &served{stop: cancel, code: make(chan int, 1), stderr: &lockedBuffer{}}
 	out := lineWriter{make(chan string, 64)}
 	go func() { s.code <- serveMain(ctx, append([]string{"-listen", "127.0.0.1:0"}, args...), out, s.stderr) }()
 	deadline := time.After(60 * time.Second)
@@ -65,6 +85,9 @@ func serve(t *testing.T, args ...string) *served {
 		select {
 		case line := <-out.lines:
 			if a, ok := strings.CutPrefix(line, "latentd: serving on http://"); ok {
+				s.addr = a
+			}
+			if a, ok := strings.CutPrefix(line, "latentd: serving on https://"); ok {
 				s.addr = a
 			}
 		case c := <-s.code:

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -40,6 +41,8 @@ type options struct {
 	fuelPerMillisecond                       uint64
 	logFormat                                string
 	accessLog                                bool
+	tlsCert, tlsKey                          string
+	insecurePlaintext                        bool
 }
 
 // newLogger is the node's logger on w in the format -log-format names.
@@ -74,6 +77,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.grace, "grace", latentd.DefaultShutdownGrace, "how long running activations may finish after SIGTERM or SIGINT")
 	fs.Int64Var(&o.maxResponseBytes, "max-response-bytes", 1<<20, "bound on a guest's standard output (the response body)")
 	fs.Uint64Var(&o.fuelPerMillisecond, "fuel-per-ms", 0, "CPU fuel one millisecond of guest execution burns (0: edge/guest's default)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve TLS (and HTTP/2) with the certificate chain in PEM `FILE`; reloaded on SIGHUP")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "the private key of -tls-cert, in PEM `FILE`")
+	fs.BoolVar(&o.insecurePlaintext, "insecure-plaintext", false, "allow plain HTTP on an address that is not loopback (bearer tokens then cross the network in clear)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "the log's and the access log's `FORMAT` on standard error: text or json")
 	fs.BoolVar(&o.accessLog, "access-log", true, "log one line per answered request (method, path pattern, validated tenant, service, route and activation ID, status, outcome or reason, duration, bytes)")
 	if err := fs.Parse(args); err != nil {
@@ -99,6 +105,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if err := checkDemonstrationTokens(o); err != nil {
 		return o, err
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return o, errors.New("-tls-cert and -tls-key go together")
+	}
+	if o.tlsCert == "" && !o.insecurePlaintext && !loopbackAddress(o.listen) {
+		return o, fmt.Errorf("-listen %s is not a loopback address: give -tls-cert and -tls-key, or -insecure-plaintext to send bearer tokens in clear", o.listen)
 	}
 	return o, nil
 }
@@ -174,6 +186,7 @@ type started struct {
 	listener net.Listener
 	demo     bool // the demonstration tokens are in use
 	cleanup  func()
+	cert     *certificate // nil without TLS
 }
 
 // start builds the node the options describe and listens; it does not
@@ -199,6 +212,12 @@ func start(ctx context.Context, o options, logger *slog.Logger) (*started, error
 		AllowedHosts: o.allowedHosts, Logger: logger}
 	if o.accessLog {
 		cfg.AccessLog = logger.With("log", "access")
+	}
+	if o.tlsCert != "" {
+		if s.cert, err = loadCertificate(o.tlsCert, o.tlsKey); err != nil {
+			return nil, err
+		}
+		cfg.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.cert.get}
 	}
 	artifacts := o.artifacts
 	if artifacts == "" {
@@ -293,11 +312,17 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer s.cleanup()
 	addr := s.listener.Addr().String()
-	fmt.Fprintf(stdout, "latentd: serving on http://%s\n", addr)
-	if s.demo {
-		fmt.Fprintf(stdout, "try:\n  curl -sS -X POST -H 'Authorization: Bearer %s' --data-binary 'world' http://%s/v1/invoke/acme/hello/greet\n",
-			DemoUserToken, addr)
+	scheme := "http"
+	if s.cert != nil {
+		scheme = "https"
 	}
+	fmt.Fprintf(stdout, "latentd: serving on %s://%s\n", scheme, addr)
+	if s.demo {
+		fmt.Fprintf(stdout, "try:\n  curl -sS -X POST -H 'Authorization: Bearer %s' --data-binary 'world' %s://%s/v1/invoke/acme/hello/greet\n",
+			DemoUserToken, scheme, addr)
+	}
+	stopReloads := onReload(s, o, logger)
+	defer stopReloads()
 	served := make(chan error, 1)
 	go func() { served <- s.node.Serve(s.listener) }()
 	select {

@@ -23,7 +23,7 @@ func (n *Node) admin(h http.HandlerFunc) http.HandlerFunc {
 			refuseHost(w)
 			return
 		}
-		principal, ok := n.cfg.Tokens.Authenticate(bearerToken(r.Header))
+		principal, ok := n.tokens.Load().Authenticate(bearerToken(r.Header))
 		if !ok {
 			unauthorized(w)
 			return
@@ -240,7 +240,7 @@ func writeProblems(w http.ResponseWriter, what string, ps problems.List) {
 // not the tenant exists.
 func (n *Node) usage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	principal, ok := n.cfg.Tokens.Authenticate(bearerToken(r.Header))
+	principal, ok := n.tokens.Load().Authenticate(bearerToken(r.Header))
 	if !ok {
 		unauthorized(w)
 		return

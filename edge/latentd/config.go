@@ -1,6 +1,7 @@
 package latentd
 
 import (
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"time"
@@ -73,6 +74,10 @@ type Config struct {
 	AllowedHosts []string
 	// Logger receives the node's log lines; nil is slog.Default().
 	Logger *slog.Logger
+	// TLSConfig, when not nil, makes Serve speak TLS (and HTTP/2) with
+	// it; its GetCertificate may hand out a certificate that a reload
+	// replaces.
+	TLSConfig *tls.Config
 	// AccessLog, when not nil, receives one line per answered request
 	// (observe.go): method, path pattern, the tenant, service and route
 	// once validated, the activation ID, status, outcome or rejection

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -25,6 +26,13 @@ func (n *Node) routes() http.Handler {
 	mux.HandleFunc("PUT /v1/admin/deployments/{tenant}/{service}", n.admin(n.putDeployment))
 	mux.HandleFunc("DELETE /v1/admin/deployments/{tenant}/{service}", n.admin(n.deleteDeployment))
 	mux.HandleFunc("GET /v1/admin/snapshot", n.admin(n.snapshot))
+	// Live profiles (net/http/pprof), for administrators only, under
+	// the Host rule like every /debug/ path.
+	mux.HandleFunc("GET /debug/pprof/", n.admin(pprof.Index))
+	mux.HandleFunc("GET /debug/pprof/cmdline", n.admin(pprof.Cmdline))
+	mux.HandleFunc("GET /debug/pprof/profile", n.admin(pprof.Profile))
+	mux.HandleFunc("GET /debug/pprof/symbol", n.admin(pprof.Symbol))
+	mux.HandleFunc("GET /debug/pprof/trace", n.admin(pprof.Trace))
 	n.status = &statusState{n: n, now: time.Now}
 	n.statusPage(mux)
 	return n.observe(n.localOnly(mux))
@@ -36,7 +44,7 @@ func (n *Node) routes() http.Handler {
 func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	n.inflight.Add(1)
 	defer n.inflight.Done()
-	principal, ok := n.cfg.Tokens.Authenticate(bearerToken(r.Header))
+	principal, ok := n.tokens.Load().Authenticate(bearerToken(r.Header))
 	if !ok {
 		unauthorized(w)
 		return

@@ -35,7 +35,7 @@ func (n *Node) metricsHandler() http.Handler {
 			public.ServeHTTP(w, r)
 			return
 		}
-		principal, ok := n.cfg.Tokens.Authenticate(token)
+		principal, ok := n.tokens.Load().Authenticate(token)
 		if !ok {
 			unauthorized(w)
 			return

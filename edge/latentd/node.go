@@ -58,6 +58,11 @@ type Node struct {
 	// status is what the status page keeps: recent outcomes and
 	// rejection samples.
 	status *statusState
+	// tokens is the token set in force: cfg.Tokens until SetTokens
+	// replaces it (a reload).
+	tokens atomic.Pointer[Tokens]
+	// reloads counts SetTokens and failed reloads, by result.
+	reloads *prometheus.CounterVec
 }
 
 // answerAfterInterrupt is how long Shutdown waits, once it has
@@ -90,6 +95,7 @@ func New(cfg Config) (_ *Node, err error) {
 	// n is not the named result: a failing return nils that, and the
 	// undo steps below still need the node they undo.
 	n := &Node{cfg: cfg, provider: provider, allowedHosts: allowedHostSet(cfg.AllowedHosts)}
+	n.tokens.Store(cfg.Tokens)
 	var undo []func()
 	defer func() {
 		if err != nil {
@@ -135,6 +141,13 @@ func New(cfg Config) (_ *Node, err error) {
 	undo = append(undo, n.stopSampler)
 
 	n.registry = prometheus.NewRegistry()
+	n.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "latent_node_reloads_total",
+		Help: "Reloads of the token file and the TLS certificate (SIGHUP), by result."}, []string{"result"})
+	n.reloads.WithLabelValues("ok")
+	n.reloads.WithLabelValues("failed")
+	if err := n.registry.Register(n.reloads); err != nil {
+		return nil, fmt.Errorf("latentd: metrics: %w", err)
+	}
 	collector, err := metrics.New(metrics.Config{Provider: provider, Load: n.load, Runner: n.pipe.Runner(), Scheduler: n.pipe.Scheduler()})
 	if err != nil {
 		return nil, fmt.Errorf("latentd: metrics: %w", err)
@@ -155,6 +168,7 @@ func New(cfg Config) (_ *Node, err error) {
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          nil,
+		TLSConfig:         cfg.TLSConfig,
 	}
 	return n, nil
 }
@@ -223,7 +237,29 @@ func (n *Node) Sampler() *loadsampler.Sampler { return n.sampler }
 
 // Serve accepts connections on l until Shutdown; it returns
 // http.ErrServerClosed after a Shutdown.
-func (n *Node) Serve(l net.Listener) error { return n.server.Serve(l) }
+func (n *Node) Serve(l net.Listener) error {
+	if n.server.TLSConfig != nil {
+		// The certificate comes from TLSConfig (GetCertificate or
+		// Certificates); ServeTLS offers HTTP/2 as well.
+		return n.server.ServeTLS(l, "", "")
+	}
+	return n.server.Serve(l)
+}
+
+// SetTokens puts a new token set in force for every request that starts
+// after it; requests and activations already running are untouched.
+func (n *Node) SetTokens(t *Tokens) { n.tokens.Store(t) }
+
+// ReloadDone counts one reload (of the token file, the certificate or
+// both) by its result in latent_node_reloads_total: ok, or failed when
+// something was refused and kept what it would have replaced.
+func (n *Node) ReloadDone(ok bool) {
+	result := "failed"
+	if ok {
+		result = "ok"
+	}
+	n.reloads.WithLabelValues(result).Inc()
+}
 
 // Shutdown stops accepting, lets running activations finish within the
 // grace period (then interrupts them), waits for every handler and

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"latent.dev/admission/edge/latentd"
+)
+
+// certificate is the TLS certificate in force: every handshake reads one
+// whole pair, and a reload swaps the pair at once.
+type certificate struct {
+	certFile, keyFile string
+	pair              atomic.Pointer[tls.Certificate]
+}
+
+func loadCertificate(certFile, keyFile string) (*certificate, error) {
+	c := &certificate{certFile: certFile, keyFile: keyFile}
+	if err := c.reload(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// reload reads the pair again; on an error the pair in force stays.
+func (c *certificate) reload() error {
+	pair, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+	if err != nil {
+		return fmt.Errorf("-tls-cert %s, -tls-key %s: %w", c.certFile, c.keyFile, err)
+	}
+	c.pair.Store(&pair)
+	return nil
+}
+
+func (c *certificate) get(*tls.ClientHelloInfo) (*tls.Certificate, error) { return c.pair.Load(), nil }
+
+// onReload rereads the token file and the certificate pair at each
+// SIGHUP until the returned stop is called. A file that fails keeps what
+// it replaced in force and is logged, naming the file and the problem;
+// running requests and activations are untouched. Each reload is counted
+// in latent_node_reloads_total.
+func onReload(s *started, o options, logger *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			case <-hup:
+				reload(s, o, logger)
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+		wg.Wait()
+	}
+}
+
+func reload(s *started, o options, logger *slog.Logger) {
+	if o.tokens == "" && s.cert == nil {
+		logger.Info("latentd: SIGHUP: nothing to reload (the demonstration has no token file and no certificate)")
+		return
+	}
+	ok := true
+	if o.tokens != "" {
+		tokens, err := latentd.LoadTokens(o.tokens)
+		if err != nil {
+			ok = false
+			logger.Error("latentd: reload: the token file is refused; the tokens in force stay", "file", o.tokens, "err", err.Error())
+		} else {
+			s.node.SetTokens(tokens)
+		}
+	}
+	if s.cert != nil {
+		if err := s.cert.reload(); err != nil {
+			ok = false
+			logger.Error("latentd: reload: the certificate is refused; the one in force stays", "file", o.tlsCert, "err", err.Error())
+		}
+	}
+	s.node.ReloadDone(ok)
+	if ok {
+		logger.Info("latentd: reloaded", "tokens", o.tokens, "certificate", o.tlsCert)
+	}
+}
