@@ -3,6 +3,7 @@ package latentd
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -120,5 +121,31 @@ func TestNoAccessLogByDefault(t *testing.T) {
 	}
 	if d, _ := tn.status(); len(d.Outcomes.Recent) != 1 || d.Outcomes.Recent[0].Route != "run" {
 		t.Errorf("recent outcomes %+v", d.Outcomes.Recent)
+	}
+}
+
+// BenchmarkInvokeAccessLog is one invocation over loopback HTTP (the fake
+// guest echoes), without the access log and with it (JSON, discarded):
+// what the log adds to the invocation path.
+func BenchmarkInvokeAccessLog(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "log=off"
+		if on {
+			name = "log=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			tn := startNode(b, nodeOptions{mutate: func(c *Config) {
+				if on {
+					c.AccessLog = slog.New(slog.NewJSONHandler(io.Discard, nil))
+				}
+			}})
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if r := tn.invoke("acme/echo/run", aliceToken, "x"); r.status != http.StatusOK {
+					b.Fatalf("invoke: %d %s", r.status, r.body)
+				}
+			}
+		})
 	}
 }

@@ -55,7 +55,7 @@ func digestHex(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func testTokens(t *testing.T) *Tokens {
+func testTokens(t testing.TB) *Tokens {
 	t.Helper()
 	doc := `{"tokens":[
  {"sha256":"` + digestHex(aliceToken) + `","kind":"user","subject":"alice","tenant":"acme","service":""},
@@ -250,7 +250,7 @@ type nodeOptions struct {
 
 // testNode is a node serving on a real loopback listener.
 type testNode struct {
-	t      *testing.T
+	t      testing.TB
 	node   *Node
 	guests *fakeGuests
 	url    string
@@ -270,7 +270,7 @@ func loadFiles(name string) loadsampler.Files {
 	return f
 }
 
-func testPolicy(t *testing.T) *policy.NodeAdmissionPolicy {
+func testPolicy(t testing.TB) *policy.NodeAdmissionPolicy {
 	t.Helper()
 	data, err := os.ReadFile("testdata/policy.json")
 	if err != nil {
@@ -283,7 +283,7 @@ func testPolicy(t *testing.T) *policy.NodeAdmissionPolicy {
 	return p
 }
 
-func testDeployments(t *testing.T) []catalog.Deployment {
+func testDeployments(t testing.TB) []catalog.Deployment {
 	t.Helper()
 	data, err := os.ReadFile("testdata/catalog.json")
 	if err != nil {
@@ -300,7 +300,7 @@ func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func testConfig(t *testing.T, guests *fakeGuests, o nodeOptions) Config {
+func testConfig(t testing.TB, guests *fakeGuests, o nodeOptions) Config {
 	p := testPolicy(t)
 	if o.policy != nil {
 		o.policy(p)
@@ -318,7 +318,7 @@ func testConfig(t *testing.T, guests *fakeGuests, o nodeOptions) Config {
 
 // startNode builds a node and serves it on 127.0.0.1:0; the test's cleanup
 // shuts it down and fails the test if shutdown reports a problem.
-func startNode(t *testing.T, o nodeOptions) *testNode {
+func startNode(t testing.TB, o nodeOptions) *testNode {
 	t.Helper()
 	guests := newFakeGuests()
 	n, err := New(testConfig(t, guests, o))
@@ -328,7 +328,7 @@ func startNode(t *testing.T, o nodeOptions) *testNode {
 	return serveNode(t, n, guests)
 }
 
-func serveNode(t *testing.T, n *Node, guests *fakeGuests) *testNode {
+func serveNode(t testing.TB, n *Node, guests *fakeGuests) *testNode {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -392,7 +392,7 @@ func (tn *testNode) do(method, path, token string, body []byte, headers ...strin
 // send sends one request to base+path and reads the whole answer. It
 // reports failures with Errorf, not Fatal: callers run it on goroutines
 // of their own.
-func send(t *testing.T, client *http.Client, base, method, path, token string, body []byte, headers ...string) response {
+func send(t testing.TB, client *http.Client, base, method, path, token string, body []byte, headers ...string) response {
 	t.Helper()
 	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
 	if err != nil {

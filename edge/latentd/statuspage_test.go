@@ -63,7 +63,7 @@ type statusDoc struct {
 	Live     int   `json:"live_reservations"`
 }
 
-func decodeStatus(t *testing.T, body []byte) statusDoc {
+func decodeStatus(t testing.TB, body []byte) statusDoc {
 	t.Helper()
 	var d statusDoc
 	if err := json.Unmarshal(body, &d); err != nil {
