@@ -54,8 +54,8 @@
 // The Catalog holds an atomic.Pointer to the current [Pin]. A pin holds
 // its deployments in a persistent hash array mapped trie keyed by
 // (tenant, service): each node branches 32 ways on 5 bits of a keyed
-// 64-bit hash of the two names (xxhash of a per-process random key, the
-// tenant's length and the names) and stores only its occupied slots, so
+// 64-bit hash of the two names (each name's xxhash, folded with a
+// per-process random key) and stores only its occupied slots, so
 // 10,000 deployments sit about three nodes deep. A change copies the
 // nodes on the path to its key, O(log32 n) small copies, and shares every
 // other node, and every untouched compiled deployment, with the pins

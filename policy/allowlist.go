@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"math/rand/v2"
 
@@ -15,7 +14,7 @@ import (
 // tenant's allowlist. It is built at compile time and never changes; its
 // load factor is at most one half.
 type allowlist struct {
-	key   uint64 // chosen per process; see pairHash
+	key   [2]uint64 // chosen per table; see pairHash
 	slots []allowSlot
 	mask  uint64
 }
@@ -33,36 +32,19 @@ func newAllowlist(entries int) allowlist {
 	if entries > 0 {
 		size = 1 << bits.Len64(uint64(entries)*2-1)
 	}
-	return allowlist{key: rand.Uint64(), slots: make([]allowSlot, size), mask: size - 1}
+	return allowlist{key: [2]uint64{rand.Uint64(), rand.Uint64()}, slots: make([]allowSlot, size), mask: size - 1}
 }
 
-// pairHash is the hash of (tenant, subject) under key: xxhash of the
-// key, the tenant's length, the tenant and the subject, one after the
-// other. The key goes in first rather than being folded into the result,
-// so names that collide under one key need not collide under another
-// (the table is built from configuration, but a request chooses what it
-// probes for); the length makes ("ab", "c") and ("a", "bc") differ.
-// Names that fit are written into a stack buffer and hashed in one call,
-// longer ones are streamed through a Digest: the bytes, and so the hash,
-// are the same.
-func pairHash(key uint64, tenant, subject string) uint64 {
-	// Room for the key, the length and two names of 64 bytes, the
-	// example policy's limit.
-	const prefix = 8 + binary.MaxVarintLen64
-	var buf [prefix + 128]byte
-	binary.LittleEndian.PutUint64(buf[:], key)
-	n := 8 + binary.PutUvarint(buf[8:], uint64(len(tenant)))
-	if len(tenant)+len(subject) <= len(buf)-prefix {
-		n += copy(buf[n:], tenant)
-		n += copy(buf[n:], subject)
-		return xxhash.Sum64(buf[:n])
-	}
-	var d xxhash.Digest
-	d.Reset()
-	d.Write(buf[:n])
-	d.WriteString(tenant)
-	d.WriteString(subject)
-	return d.Sum64()
+// pairHash is the hash of (tenant, subject) under key: each name hashed
+// with xxhash, each hash XORed with one half of the key, and the two
+// folded by one 128-bit multiplication. Each name is hashed whole, so
+// ("ab", "c") and ("a", "bc") do not meet by construction, and the
+// halves of the key differ, so neither do (a, b) and (b, a). The table
+// is built from configuration, but a request chooses what it probes for;
+// a key it does not know keeps it from aiming at one probe run.
+func pairHash(key [2]uint64, tenant, subject string) uint64 {
+	hi, lo := bits.Mul64(xxhash.Sum64String(tenant)^key[0], xxhash.Sum64String(subject)^key[1])
+	return hi ^ lo
 }
 
 // add lists subject under tenant with the kinds in k. Each (tenant,

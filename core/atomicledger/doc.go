@@ -34,7 +34,7 @@
 // # Live-activation table
 //
 // Reservations are keyed by (tenant, activation ID), hashed with xxhash
-// behind a per-process random key into a 64-bit fingerprint. Entries
+// and folded with a per-process random key into a 64-bit fingerprint. Entries
 // live in a pool sized from the node's live limit and never move; an open-addressing index (load factor at
 // most one half, backward-shift deletion, no tombstones) maps
 // fingerprints to entries. Each entry carries a generation bumped on

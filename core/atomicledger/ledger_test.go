@@ -138,8 +138,7 @@ func TestFingerprintSeparatesTenants(t *testing.T) {
 	}
 }
 
-// The fingerprint of an ID that fits the stack buffer, and of one
-// streamed through a Digest, allocates nothing.
+// The fingerprint of a short ID and of a long one allocates nothing.
 func TestFingerprintAllocatesNothing(t *testing.T) {
 	for _, id := range []string{"act-1", strings.Repeat("x", 300)} {
 		if n := testing.AllocsPerRun(100, func() { FingerprintOf(3, id) }); n != 0 {

@@ -1,7 +1,6 @@
 package atomicledger
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"math/rand/v2"
 	"sync/atomic"
@@ -18,37 +17,21 @@ type Fingerprint uint64
 // fingerprintKey keys fingerprints. It is chosen per process: nothing
 // outside memory ever holds a fingerprint, and a key that nobody outside
 // the process knows keeps whoever chooses activation IDs from aiming them
-// at one probe run of the index.
-var fingerprintKey = rand.Uint64()
+// at one probe run of the index. The top bit of the second half is set,
+// so that half XORed with a tenant ID is never zero.
+var fingerprintKey = [2]uint64{rand.Uint64(), rand.Uint64() | 1<<63}
 
-// FingerprintOf hashes a live-table key: xxhash of the process's key, the
-// tenant and the activation ID, one after the other. The key goes in
-// first rather than being folded into the result, so IDs that collide
-// under one key need not collide under another. The tenant is part of
-// the key, so one tenant can neither block nor detect another tenant's
-// IDs. An ID that fits is written into a stack buffer and hashed in one
-// call, a longer one is streamed through a Digest: the bytes, and so the
-// hash, are the same.
+// FingerprintOf hashes a live-table key: xxhash of the activation ID,
+// XORed with one half of the process's key, folded by one 128-bit
+// multiplication with the tenant XORed with the other half. The tenant is
+// part of the key, so one tenant can neither block nor detect another
+// tenant's IDs.
 func FingerprintOf(tenant policy.TenantID, activationID string) Fingerprint {
-	const prefix = 8 + 4
-	var buf [prefix + 96]byte // IDs up to 96 bytes, above the example policy's 64
-	binary.LittleEndian.PutUint64(buf[:], fingerprintKey)
-	binary.LittleEndian.PutUint32(buf[8:], uint32(tenant))
-	var h uint64
-	if len(activationID) <= len(buf)-prefix {
-		n := prefix + copy(buf[prefix:], activationID)
-		h = xxhash.Sum64(buf[:n])
-	} else {
-		var d xxhash.Digest
-		d.Reset()
-		d.Write(buf[:prefix])
-		d.WriteString(activationID)
-		h = d.Sum64()
+	hi, lo := bits.Mul64(xxhash.Sum64String(activationID)^fingerprintKey[0], uint64(uint32(tenant))^fingerprintKey[1])
+	if h := hi ^ lo; h != 0 {
+		return Fingerprint(h)
 	}
-	if h == 0 {
-		h = 1
-	}
-	return Fingerprint(h)
+	return 1
 }
 
 // entry is one live reservation. Entries never move: a permit names its
