@@ -25,6 +25,9 @@ import (
 type powerFS struct {
 	checkpoint func(*powerFS)
 	killAt     int
+	// beforeSync, when set, runs before a file is fsynced, without mu;
+	// first says whether it is the file's first fsync.
+	beforeSync func(name string, first bool)
 
 	mu    sync.Mutex // the compaction goroutine uses the file system too
 	root  *powerDir
@@ -285,6 +288,12 @@ func (h *powerHandle) WriteAt(b []byte, off int64) (int, error) {
 }
 
 func (h *powerHandle) Sync() error {
+	if h.fs.beforeSync != nil {
+		h.fs.mu.Lock()
+		first := !h.file.everSynced
+		h.fs.mu.Unlock()
+		h.fs.beforeSync(h.name, first)
+	}
 	h.fs.mu.Lock()
 	if err := h.fs.stepLocked(); err != nil {
 		h.fs.mu.Unlock()
@@ -643,5 +652,90 @@ func TestAStoreOpenedAfterAKillSurvivesAPowerLoss(t *testing.T) {
 		if err := next.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestCompactionDoesNotHoldWritersUp holds a compaction at the fsync of
+// its snapshot and makes changes meanwhile: they complete without it, and
+// once it goes on it appends them after its snapshot, so every image a
+// power loss could leave at any step of it, and the store it leaves,
+// holds every acknowledged change. A compaction under the catalog's mutex
+// made every writer wait for it.
+func TestCompactionDoesNotHoldWritersUp(t *testing.T) {
+	capacity := GenerousCapacity
+	pfs := newPowerFSWithSrv(t)
+	c, err := create(pfs, powerStoreDir, capacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.store.rewriteFloor = 0
+	held, release := make(chan struct{}), make(chan struct{})
+	var once, released sync.Once
+	releaseIt := func() { released.Do(func() { close(release) }) }
+	defer releaseIt() // before Close, which waits for the compaction
+	pfs.beforeSync = func(_ string, first bool) {
+		// Only a compaction's snapshot is fsynced for the first time now.
+		if first {
+			once.Do(func() {
+				close(held)
+				<-release
+			})
+		}
+	}
+	for i := 0; ; i++ {
+		mustDeploy(t, c, weighted("acme", fmt.Sprintf("svc-%d", i%3), uint64(1+i), 1))
+		select {
+		case <-held:
+		default:
+			if i > 100 {
+				t.Fatal("no compaction started in 100 deploys")
+			}
+			continue
+		}
+		break
+	}
+	// The compaction is stuck at its snapshot's fsync; changes go on.
+	pc := &powerLossCheck{capacity: capacity, dir: powerStoreDir, seen: map[string]bool{}}
+	mustDeploy(t, c, weighted("acme", "meanwhile", 7))
+	if _, err := c.Delete("acme", "svc-0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(Changes{Deploy: []Deployment{weighted("umbrella", "a", 1), weighted("umbrella", "b", 2, 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	pending := len(c.store.compaction.pending)
+	c.mu.Unlock()
+	if pending < 3 {
+		t.Fatalf("%d changes wait for the compaction, want at least the 3 made while it was held", pending)
+	}
+	want := viewKey(capacity, c.Pin())
+	pc.set(powerExpectation{views: []string{want}, issued: c.Generation()})
+	pfs.checkpoint = pc.take
+	before := pfs.temps
+	releaseIt()
+	waitForCompaction(c)
+	pfs.checkpoint = nil
+	pc.verify(t)
+	if pfs.temps != before {
+		t.Fatalf("%d more rewrites", pfs.temps-before)
+	}
+	c.mu.Lock()
+	file := c.store.file.(*powerHandle)
+	c.mu.Unlock()
+	if !strings.Contains(file.name, ".tmp-") {
+		t.Fatalf("the store still appends to %s, not to the compacted file", file.name)
+	}
+	// It appends to the compacted file from where the changes end.
+	mustDeploy(t, c, weighted("acme", "after", 1))
+	want = viewKey(capacity, c.Pin())
+	reopened, err := open(pfs.image(tearModes[0], false), powerStoreDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	if viewKey(capacity, reopened.Pin()) != want {
+		t.Fatalf("reopened at generation %d, want %d", reopened.Generation(), c.Generation())
 	}
 }
