@@ -167,6 +167,8 @@ func newStore(fsys fileSystem, dir string, lock io.Closer) *store {
 // fails with [ErrStoreExists] if dir already holds a store, and with
 // [ErrStoreInUse] if another open catalog holds dir: of two concurrent
 // creators exactly one succeeds, and the other gets one of those two.
+// When it returns, the store, and every directory it made on the way to
+// dir, are durable.
 func Create(dir string, capacity Capacity) (*Catalog, error) {
 	return create(osFS{}, dir, capacity)
 }
@@ -209,8 +211,11 @@ func create(fsys fileSystem, dir string, capacity Capacity) (*Catalog, error) {
 // the file; a store of an earlier format version is rewritten in the
 // current one first. A missing, truncated or damaged store, or one whose
 // content breaks any rule, fails with a *[StoreError] naming the file and
-// what failed; Open never returns a partial catalog. The returned catalog
-// appends to the store after every change.
+// what failed; Open never returns a partial catalog, and refuses a file
+// over the maximum store size (1 GiB) before reading it. It reads the file
+// once, as a stream, and fsyncs the file and the directory before it
+// returns, so nothing it serves can be lost to a power loss. The returned
+// catalog appends to the store after every change.
 func Open(dir string) (*Catalog, error) {
 	return open(osFS{}, dir)
 }
