@@ -409,4 +409,3 @@ func viewKey(capacity Capacity, pin *Pin) string {
 	}
 	return string(data)
 }
-
