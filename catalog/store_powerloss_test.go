@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -328,6 +330,70 @@ func TestCompactionDoesNotHoldWritersUp(t *testing.T) {
 	// It appends to the compacted file from where the changes end.
 	mustDeploy(t, c, weighted("acme", "after", 1))
 	want = viewKey(capacity, c.Pin())
+	reopened, err := open(pfs.image(tearModes[0], false), powerStoreDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	if viewKey(capacity, reopened.Pin()) != want {
+		t.Fatalf("reopened at generation %d, want %d", reopened.Generation(), c.Generation())
+	}
+}
+
+// TestCloseWaitsForACompactionInFlight closes a catalog while a compaction
+// is held at its snapshot's fsync: Close waits for it, the compaction
+// sees the catalog closed and discards its temporary file, and the store
+// reopens at the closed catalog's view.
+func TestCloseWaitsForACompactionInFlight(t *testing.T) {
+	capacity := GenerousCapacity
+	pfs := newPowerFSWithSrv(t)
+	c, err := create(pfs, powerStoreDir, capacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.store.rewriteFloor = 0
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	pfs.beforeSync = func(_ string, first bool) {
+		if first {
+			once.Do(func() {
+				close(held)
+				<-release
+			})
+		}
+	}
+	for i := 0; ; i++ {
+		mustDeploy(t, c, weighted("acme", fmt.Sprintf("svc-%d", i%3), uint64(1+i), 1))
+		select {
+		case <-held:
+		default:
+			if i > 100 {
+				close(release)
+				t.Fatal("no compaction started in 100 deploys")
+			}
+			continue
+		}
+		break
+	}
+	want := viewKey(capacity, c.Pin())
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	for {
+		c.mu.Lock()
+		done := c.closed
+		c.mu.Unlock()
+		if done {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if temps, _ := pfs.Glob(filepath.Join(powerStoreDir, tempPattern)); len(temps) != 0 {
+		t.Fatalf("the discarded compaction left %v", temps)
+	}
 	reopened, err := open(pfs.image(tearModes[0], false), powerStoreDir)
 	if err != nil {
 		t.Fatal(err)
