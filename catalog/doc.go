@@ -183,8 +183,10 @@
 // write failed is never visible in a pin.
 //
 // A crash during an append leaves a torn tail: the file ends inside the
-// transaction, or from some byte of it on holds only zeros (the file grew
-// before its data reached the disk). Open drops a torn tail back to the
+// transaction, or from some byte of it on, however few bytes before its
+// end, holds only zeros (the file grew before its data reached the disk;
+// zeros that begin inside a checksum follow the right bytes of it). Open
+// drops a torn tail back to the
 // last commit, cuts it off the file and appends from there; nothing of an
 // uncommitted transaction is ever visible, and every acknowledged change
 // was fsynced, so it lies before the tail. Anything else that fails a
@@ -198,17 +200,33 @@
 // uses for such stores an append's data reaches the disk before the size
 // that covers it.
 //
+// Open streams the file: it refuses one over the maximum store size
+// (1 GiB) before reading it, reads each record once, holds no more than
+// the view and the records of the transaction it is reading, and stops at
+// the first record that fails to check. Before it publishes a view it
+// fsyncs the file and the directory, so that nothing it serves can be
+// taken back by a power loss; Create fsyncs every directory it made. A
+// record is at most 16 MiB, which validation guarantees by bounding each
+// policy list to [MaxPolicyListEntries]; docs/catalog-store.md states the
+// durability rule and the limits.
+//
 // Replaced and deleted deployments and old commits stay in the file as
-// garbage. When an append would leave more garbage than live data (the
-// records of the current deployments), and at least 1 MiB of it, the
-// store rewrites itself instead: it encodes the new view as a snapshot,
-// writes it to a temporary file in the directory, fsyncs it, renames it
-// over the store and fsyncs the directory, then appends to the new file.
-// A crash before the rename leaves the old store (and a temporary file
-// that the directory's next owner removes); after it, the new one. Each
-// rewrite costs the live data once and follows at least as many appended
-// bytes, so on average a change costs a constant multiple of what it
-// writes. [Catalog.WriteStore] writes such a snapshot too.
+// garbage. When an append leaves more garbage than live data (the records
+// of the current deployments), and at least 1 MiB of it, the store is
+// compacted in a goroutine: it encodes the view of that append as a
+// snapshot and writes and fsyncs it to a temporary file in the directory
+// without the catalog's mutex; then, under it, it appends the
+// transactions committed meanwhile, fsyncs, renames the file over the
+// store and fsyncs the directory, and appends to the new file from then
+// on. Writers wait only for that last step. A crash before the rename
+// leaves the old store (and a temporary file that the directory's next
+// owner removes); after it, the new one; both hold every acknowledged
+// change. A compaction that cannot finish is dropped and the old file
+// stays in use; Close waits for one in flight. Each compaction costs the
+// live data once and follows at least as many appended bytes, so on
+// average a change costs a constant multiple of what it writes.
+// [Catalog.WriteStore], and the first change after a failed write,
+// rewrite the store the same way, synchronously.
 //
 // # Store lock
 //
@@ -279,6 +297,11 @@
 //     Delete or Apply, [Catalog.WriteStore] to the catalog's own
 //     directory, or Close, which rewrites the published view once more
 //     when a write failed since the last one that succeeded.
+//
+// A failure to encode (Op "encode": a record or a store over its limit)
+// is different: nothing was written and no generation was spent, and the
+// error matches [ErrInvalidDeployment] or [ErrCapacityExceeded], so it is
+// never worth retrying.
 //
 // So the outcome of a failed change is unknown until a later write
 // succeeds. Deploy replaces a deployment whole, so the safe answer to a

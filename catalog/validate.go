@@ -75,10 +75,10 @@ func validatePolicy(p *policy.RevisionPolicy, path string, report problemSink) {
 	if p.Threading != policy.SingleThreaded && p.Threading != policy.MultiThreaded {
 		report(path+".threading", "must be single or multi")
 	}
-	uniqueIdentifiers(report, path+".features", p.Features)
-	uniqueIdentifiers(report, path+".placement.architectures", p.Placement.Architectures)
-	uniqueIdentifiers(report, path+".placement.regions", p.Placement.Regions)
-	uniqueIdentifiers(report, path+".placement.zones", p.Placement.Zones)
+	policyList(report, path+".features", p.Features)
+	policyList(report, path+".placement.architectures", p.Placement.Architectures)
+	policyList(report, path+".placement.regions", p.Placement.Regions)
+	policyList(report, path+".placement.zones", p.Placement.Zones)
 	// A file cannot express these; a Go caller can.
 	if p.CapsuleCeiling.WallTime.Value < 0 {
 		report(path+".capsule_ceiling.wall_time_ms", "must not be negative")
@@ -86,6 +86,24 @@ func validatePolicy(p *policy.RevisionPolicy, path string, report problemSink) {
 	if p.DeploymentCeiling.WallTime.Value < 0 {
 		report(path+".deployment_ceiling.wall_time_ms", "must not be negative")
 	}
+}
+
+// MaxPolicyListEntries bounds each list of a revision policy (features,
+// placement architectures, regions and zones). A revision is stored as one
+// record, and a store record holds at most 16 MiB: with this bound even a
+// revision whose four lists are full of names of [MaxNameBytes] fits, so
+// a deployment that validates can always be stored.
+const MaxPolicyListEntries = 8192
+
+// policyList checks one list of a revision policy: at most
+// MaxPolicyListEntries identifiers, each once. A list over the bound is
+// reported once, at its own path, and its entries are not checked.
+func policyList(report problemSink, path string, list []string) {
+	if len(list) > MaxPolicyListEntries {
+		report(path, "lists more than %d entries", MaxPolicyListEntries)
+		return
+	}
+	uniqueIdentifiers(report, path, list)
 }
 
 func identifier(report problemSink, path, s string) {

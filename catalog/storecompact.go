@@ -1,0 +1,146 @@
+package catalog
+
+// compaction is a rewrite of the store that runs in its own goroutine, so
+// that writers never wait for a time that grows with the catalog: it
+// writes a snapshot of the view it started from to a temporary file
+// without the catalog's mutex, then, under it, appends the transactions
+// committed in the meantime, fsyncs, renames the file over the store and
+// fsyncs the directory. Only that last step holds writers up, and it costs
+// what they appended meanwhile.
+type compaction struct {
+	capacity Capacity
+	snapshot *Pin
+	issued   uint64
+	done     chan struct{} // closed when the goroutine has finished
+
+	// The fields below are guarded by the owning Catalog's mu.
+
+	// abandoned is set when the store file it would replace was dropped
+	// or rewritten meanwhile; the goroutine then discards its work.
+	abandoned bool
+	// pending is the transactions appended since snapshot, in order.
+	pending []pendingTransaction
+}
+
+// pendingTransaction is a transaction appended during a compaction, kept
+// to be sealed again after the compaction's snapshot.
+type pendingTransaction struct {
+	records            []byte
+	count              int
+	generation, issued uint64
+}
+
+// commitLocked persists next, the view after changes at next.generation,
+// with issued: one transaction appended to the store file and one fsync.
+// When an earlier write failed, or the append would take the file past
+// maxStoreBytes, it rewrites the store from next instead. When the append
+// leaves more garbage (bytes of replaced and deleted deployments and of
+// old commits) than live data, and at least rewriteFloor of it, it returns
+// a compaction for the caller to start once next is published. Each
+// compaction costs the live data once and follows at least that much
+// appended garbage, so a change costs, on average, a constant multiple of
+// what it writes, whatever the catalog's size; and it runs outside the
+// lock, so no change waits for it.
+func (s *store) commitLocked(capacity Capacity, next *Pin, changes []change, issued uint64) (*compaction, error) {
+	live := s.live
+	for i := range changes {
+		if old := changes[i].old; old != nil {
+			live -= deploymentBytes(old)
+		}
+		if dep := changes[i].dep; dep != nil {
+			live += deploymentBytes(dep)
+		}
+	}
+	records, count, err := encodeChanges(changes)
+	if err != nil {
+		return nil, encodeFailure(s.path, err)
+	}
+	tx, chain := sealTransaction(records, count, next.generation, issued, s.chain)
+	if s.file == nil || s.end+int64(len(tx)) > maxStoreBytes {
+		return nil, s.rewriteLocked(capacity, next, issued, live)
+	}
+	if _, err := s.file.WriteAt(tx, s.end); err != nil {
+		s.dropFileLocked()
+		return nil, &StoreError{File: s.path, Record: -1, Op: "write", Cause: err}
+	}
+	if err := s.file.Sync(); err != nil {
+		s.dropFileLocked()
+		return nil, &StoreError{File: s.path, Record: -1, Op: "fsync", Cause: err}
+	}
+	s.end += int64(len(tx))
+	s.chain, s.live = chain, live
+	if comp := s.compaction; comp != nil {
+		comp.pending = append(comp.pending, pendingTransaction{records: records, count: count, generation: next.generation, issued: issued})
+		return nil, nil
+	}
+	garbage := s.end - (s.header + live + commitBytes)
+	if garbage <= max(live, s.rewriteFloor) {
+		return nil, nil
+	}
+	s.compaction = &compaction{capacity: capacity, snapshot: next, issued: issued, done: make(chan struct{})}
+	return s.compaction, nil
+}
+
+// compact runs comp, a compaction of c's store (see compaction), to the
+// end: it writes the snapshot without c.mu, then takes c.mu to catch up
+// and swap the files. If the catalog closed, the store dropped its file,
+// or any step before the rename failed, it removes its temporary file and
+// the store goes on appending to the file it has; the next change that
+// leaves too much garbage starts another. A failure after the rename
+// leaves the store with no file to append to, as a failed rewrite does,
+// so the next change rewrites it whole.
+func (c *Catalog) compact(comp *compaction) {
+	defer close(comp.done)
+	s := c.store
+	data, chain, err := encodeSnapshot(comp.capacity, comp.snapshot, comp.issued)
+	var f storeFile
+	if err == nil {
+		f, err = s.fs.CreateTemp(s.dir, tempPattern)
+	}
+	if err == nil {
+		if _, err = f.WriteAt(data, 0); err == nil {
+			err = f.Sync()
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.compaction = nil
+	discard := func() {
+		if f != nil {
+			_ = f.Close()
+			_ = s.fs.Remove(f.Name())
+		}
+	}
+	if err != nil || comp.abandoned || c.closed {
+		discard()
+		return
+	}
+	end := int64(len(data))
+	var tail []byte
+	for _, tx := range comp.pending {
+		var sealed []byte
+		sealed, chain = sealTransaction(tx.records, tx.count, tx.generation, tx.issued, chain)
+		tail = append(tail, sealed...)
+	}
+	if len(tail) > 0 {
+		if _, err := f.WriteAt(tail, end); err != nil {
+			discard()
+			return
+		}
+		if err := f.Sync(); err != nil {
+			discard()
+			return
+		}
+		end += int64(len(tail))
+	}
+	if err := s.fs.Rename(f.Name(), s.path); err != nil {
+		discard()
+		return
+	}
+	s.dropFileLocked()
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		_ = f.Close()
+		return
+	}
+	s.file, s.end, s.chain = f, end, chain
+}
