@@ -161,17 +161,10 @@
 // reason ([ErrStoreMissing], [ErrTruncated], [ErrChecksumMismatch],
 // [ErrMalformed]); there is no partial catalog.
 //
-// # Migration
+// # Formats
 //
-// Formats 1 and 2 (magic "LATCAT\x00\x01") held one snapshot per file,
-// rewritten whole on every change; format 1 lacks the highest generation
-// handed out. Open reads such a store with every check it always had, then
-// rewrites it as a format 3 snapshot (the rewrite below, under the lock)
-// before it returns; a version 1 store's generation serves as its mark. A
-// damaged earlier store is refused as before and left untouched; a failed
-// rewrite fails Open (Op "migrate: ...") and leaves the earlier store
-// until the rename, or the new one after it: either opens next time. A
-// release before format 3 refuses a migrated store as "not a catalog
+// Format 3, the log described here, is the first format a release
+// wrote; a file that does not begin with its magic is "not a catalog
 // store".
 //
 // # Appends, torn tails and rewrites

@@ -64,13 +64,6 @@ func FuzzOpenStore(f *testing.F) {
 	// and an Apply) and its torn variants.
 	log := logWithHistory(f)
 	seeds = append(seeds, log.data, log.data[:len(log.data)-3], append(bytes.Clone(log.data), make([]byte, 50)...))
-	for _, name := range []string{"legacy-v1.store", "legacy-v2.store"} {
-		data, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		seeds = append(seeds, data)
-	}
 	for _, seed := range seeds {
 		f.Add(seed, false)
 		f.Add(seed, true)

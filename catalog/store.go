@@ -215,7 +215,7 @@ func open(fsys fileSystem, dir string) (*Catalog, error) {
 
 // readLocked reads the store in dir, whose lock the caller holds as lock,
 // removes the temporary files of interrupted rewrites, cuts off a torn
-// tail and migrates an earlier format.
+// tail.
 func readLocked(fsys fileSystem, dir string, lock io.Closer) (*Catalog, error) {
 	s := newStore(fsys, dir, lock)
 	size, err := fsys.Size(s.path)
@@ -246,15 +246,7 @@ func readLocked(fsys fileSystem, dir string, lock io.Closer) (*Catalog, error) {
 	removeTemporaryFiles(fsys, dir)
 	var live int64
 	dec.pin.index.each(func(d *deployment) { live += deploymentBytes(d) })
-	if dec.version != storeVersion {
-		if err := s.rewriteLocked(dec.capacity, dec.pin, dec.issued, live); err != nil {
-			var se *StoreError
-			if errors.As(err, &se) {
-				se.Op = "migrate: " + se.Op
-			}
-			return nil, err
-		}
-	} else if err := s.adoptLocked(dec, size, live); err != nil {
+	if err := s.adoptLocked(dec, size, live); err != nil {
 		return nil, err
 	}
 	c := newCatalog(dec.capacity, s, dec.pin)

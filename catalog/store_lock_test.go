@@ -470,16 +470,6 @@ func TestStoreHighWaterMark(t *testing.T) {
 			t.Fatalf("first generation after a mark of 9: %d", g)
 		}
 	})
-	t.Run("a version 1 store takes its generation as the mark", func(t *testing.T) {
-		v1, err := os.ReadFile(filepath.Join("testdata", "legacy-v1.store"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec, ferr := decodeStore(v1)
-		if ferr != nil || dec.version != legacyVersion1 || dec.pin.Generation() != 6 || dec.issued != 6 {
-			t.Fatalf("version 1 store: %+v: %+v", dec, ferr)
-		}
-	})
 	t.Run("a mark below the generation is refused", func(t *testing.T) {
 		_, err := openBytes(t, rewriteRecord(t, data, commit, commitPayload(2, 1, 3, chain)))
 		assertStoreError(t, err, ErrMalformed, "issued generation below")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 )
 
@@ -239,105 +238,4 @@ func TestRewritesKeepGarbageBelowTheLiveSet(t *testing.T) {
 	if rewrites < 3 {
 		t.Fatalf("%d rewrites in 300 changes to 20 deployments", rewrites)
 	}
-}
-
-// TestOpenMigratesEarlierFormats opens stores written by format versions 1
-// and 2 (testdata, written by the release before format 3 from the
-// history of storeWithHistory), and checks that they open as that
-// catalog, are rewritten in the current format, and carry on.
-func TestOpenMigratesEarlierFormats(t *testing.T) {
-	want := snapshotView(t, storeWithHistory(t, t.TempDir()).Pin())
-	for _, tt := range []struct {
-		file       string
-		version    uint64
-		nextIssued uint64
-	}{
-		{"legacy-v1.store", legacyVersion1, 7},
-		{"legacy-v2.store", legacyVersion2, 7},
-		{"legacy-v2-mark9.store", legacyVersion2, 10},
-	} {
-		t.Run(tt.file, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", tt.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if dec, ferr := decodeStore(data); ferr != nil || dec.version != tt.version {
-				t.Fatalf("fixture: %+v %+v", dec, ferr)
-			}
-			dir := t.TempDir()
-			path := filepath.Join(dir, StoreFileName)
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			c, err := Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := snapshotView(t, c.Pin()); !reflect.DeepEqual(got, want) {
-				t.Fatalf("migrated catalog differs:\n got %+v\nwant %+v", got, want)
-			}
-			migrated, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.HasPrefix(migrated, []byte(storeMagic)) {
-				t.Fatal("Open did not rewrite the store in the current format")
-			}
-			if g := mustDeploy(t, c, weighted("acme", "after", 1)); g != tt.nextIssued {
-				t.Fatalf("first generation after the migration %d, want %d", g, tt.nextIssued)
-			}
-			if err := c.Close(); err != nil {
-				t.Fatal(err)
-			}
-			again, err := Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer again.Close()
-			if again.Generation() != tt.nextIssued || again.Pin().Len() != len(want.Deployments)+1 {
-				t.Fatalf("reopened after the migration at %d with %d deployments", again.Generation(), again.Pin().Len())
-			}
-		})
-	}
-	t.Run("a damaged earlier store is refused, not migrated", func(t *testing.T) {
-		data, err := os.ReadFile(filepath.Join("testdata", "legacy-v2.store"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		data[len(data)/2] ^= 1
-		dir := t.TempDir()
-		path := filepath.Join(dir, StoreFileName)
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		_, err = Open(dir)
-		assertStoreError(t, err, ErrChecksumMismatch, "checksum mismatch")
-		if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
-			t.Fatal("a refused store was changed")
-		}
-	})
-	t.Run("a failed migration leaves the earlier store", func(t *testing.T) {
-		data, err := os.ReadFile(filepath.Join("testdata", "legacy-v2.store"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := t.TempDir()
-		path := filepath.Join(dir, StoreFileName)
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		_, err = open(&faultFS{fail: map[string]error{"rename": os.ErrPermission}}, dir)
-		var se *StoreError
-		if !errors.As(err, &se) || se.Op != "migrate: rename" {
-			t.Fatalf("Open = %v, want a failed migration", err)
-		}
-		if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
-			t.Fatal("a failed migration changed the store")
-		}
-		c, err := Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = c.Close()
-	})
 }

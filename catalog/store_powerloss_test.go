@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // powerExpectation is what any image may open as at a moment: the
@@ -283,18 +284,7 @@ func TestCompactionDoesNotHoldWritersUp(t *testing.T) {
 			})
 		}
 	}
-	for i := 0; ; i++ {
-		mustDeploy(t, c, weighted("acme", fmt.Sprintf("svc-%d", i%3), uint64(1+i), 1))
-		select {
-		case <-held:
-		default:
-			if i > 100 {
-				t.Fatal("no compaction started in 100 deploys")
-			}
-			continue
-		}
-		break
-	}
+	startCompaction(t, c, held, func() {})
 	// The compaction is stuck at its snapshot's fsync; changes go on.
 	pc := &powerLossCheck{capacity: capacity, dir: powerStoreDir, seen: map[string]bool{}}
 	mustDeploy(t, c, weighted("acme", "meanwhile", 7))
@@ -362,19 +352,7 @@ func TestCloseWaitsForACompactionInFlight(t *testing.T) {
 			})
 		}
 	}
-	for i := 0; ; i++ {
-		mustDeploy(t, c, weighted("acme", fmt.Sprintf("svc-%d", i%3), uint64(1+i), 1))
-		select {
-		case <-held:
-		default:
-			if i > 100 {
-				close(release)
-				t.Fatal("no compaction started in 100 deploys")
-			}
-			continue
-		}
-		break
-	}
+	startCompaction(t, c, held, func() { close(release) })
 	want := viewKey(capacity, c.Pin())
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close() }()
@@ -401,5 +379,34 @@ func TestCloseWaitsForACompactionInFlight(t *testing.T) {
 	defer reopened.Close()
 	if viewKey(capacity, reopened.Pin()) != want {
 		t.Fatalf("reopened at generation %d, want %d", reopened.Generation(), c.Generation())
+	}
+}
+
+// startCompaction deploys until a change starts a compaction, then waits
+// (on a loaded machine, for as long as a minute) until that compaction,
+// running on its own goroutine, is held at its snapshot's first fsync
+// (held closes). Whether the goroutine has run yet is the scheduler's
+// business, so the wait is for the compaction that began, not a count of
+// deploys. onFail runs before the test fails.
+func startCompaction(t *testing.T, c *Catalog, held <-chan struct{}, onFail func()) {
+	t.Helper()
+	for i := 0; ; i++ {
+		mustDeploy(t, c, weighted("acme", fmt.Sprintf("svc-%d", i%3), uint64(1+i), 1))
+		c.mu.Lock()
+		started := c.store.compaction != nil
+		c.mu.Unlock()
+		if started {
+			break
+		}
+		if i > 100 {
+			onFail()
+			t.Fatal("no compaction started in 100 deploys")
+		}
+	}
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		onFail()
+		t.Fatal("the compaction never reached its snapshot's fsync")
 	}
 }

@@ -55,7 +55,7 @@ func readStore(r io.Reader, size int64) (*decodedStore, *formatError, error) {
 		return nil, nil, err
 	}
 	if len(magic) < len(storeMagic) {
-		if strings.HasPrefix(storeMagic, string(magic)) || strings.HasPrefix(legacyMagic, string(magic)) {
+		if strings.HasPrefix(storeMagic, string(magic)) {
 			return nil, formatFailure(-1, ErrTruncated, "shorter than the file header"), nil
 		}
 		return nil, formatFailure(-1, ErrMalformed, "not a catalog store"), nil
@@ -63,16 +63,6 @@ func readStore(r io.Reader, size int64) (*decodedStore, *formatError, error) {
 	switch string(magic) {
 	case storeMagic:
 		return decodeLog(lr)
-	case legacyMagic:
-		// A legacy store is one snapshot with one digest over the whole
-		// file, so it is read whole; the size limit bounds it.
-		data := make([]byte, size)
-		copy(data, magic)
-		if err := lr.read(data[len(magic):]); err != nil {
-			return nil, nil, err
-		}
-		dec, ferr := decodeLegacyStore(data)
-		return dec, ferr, nil
 	}
 	return nil, formatFailure(-1, ErrMalformed, "not a catalog store"), nil
 }
