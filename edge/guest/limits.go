@@ -19,7 +19,7 @@ const (
 	MaxFunctions = 100_000
 	// MaxFunctionBytes bounds one function body's encoding.
 	MaxFunctionBytes = 1 << 20
-	// MaxLocals bounds the locals one function declares.
+	// MaxLocals bounds one function's locals, its parameters included.
 	MaxLocals = 50_000
 	// MaxBlockNesting bounds how deeply block, loop and if nest in one
 	// function.
@@ -27,6 +27,21 @@ const (
 	// MaxBlocksPerFunction bounds the blocks, loops and ifs in one
 	// function, nested or not.
 	MaxBlocksPerFunction = 8_192
+	// MaxBlockWork bounds the sum, over a module's functions, of the
+	// square of each one's blocks, loops and ifs: wazero's compile time
+	// grows with that square, so this bounds the module's compile time
+	// where MaxBlocksPerFunction alone would let many functions at that
+	// limit add up to minutes.
+	MaxBlockWork = 1 << 28
+	// MaxFunctionVariableWork bounds one function's variables (parameters
+	// and locals) times its deepest nesting: wazero's SSA construction may
+	// give every enclosing block a parameter per variable, so compile
+	// time and memory grow faster than that product (1,000 locals in
+	// 1,000 nested loops: 3 s and 214 MB in a 7 KB module).
+	MaxFunctionVariableWork = 1 << 17
+	// MaxVariableWork bounds the sum of that product over a module's
+	// functions.
+	MaxVariableWork = 1 << 23
 	// MaxTableEntries bounds the initial entries of a module's tables
 	// together (8 bytes of host memory each).
 	MaxTableEntries = 1 << 20
@@ -52,6 +67,11 @@ var (
 	// ErrTooManyBlocks: a function has more than MaxBlocksPerFunction
 	// blocks, loops and ifs.
 	ErrTooManyBlocks = fmt.Errorf("guest: module refused: a function has more than the limit of %d blocks", MaxBlocksPerFunction)
+	// ErrBlockWork: the module's functions together pass MaxBlockWork.
+	ErrBlockWork = fmt.Errorf("guest: module refused: its functions' blocks pass the compile-work limit of %d (the sum of each function's blocks squared)", MaxBlockWork)
+	// ErrVariableWork: a function's locals times its nesting pass
+	// MaxFunctionVariableWork, or the module's sum passes MaxVariableWork.
+	ErrVariableWork = fmt.Errorf("guest: module refused: locals times block nesting pass the compile-work limit of %d in a function or %d in the module", MaxFunctionVariableWork, MaxVariableWork)
 	// ErrTableTooLarge: the module's tables start with more than
 	// MaxTableEntries entries together.
 	ErrTableTooLarge = fmt.Errorf("guest: module refused: its tables start with more than the limit of %d entries", MaxTableEntries)

@@ -20,10 +20,17 @@ type moduleShape struct {
 	maxLocals     uint64 // most locals one function declares
 	maxNesting    int    // deepest block, loop or if nesting in one function
 	maxBlocks     int    // most blocks, loops and ifs in one function
+	blockWork     uint64 // the sum over functions of blocks squared
+	variableWork  uint64 // the sum over functions of variables times nesting
 	tableEntries  uint64 // initial entries of every table the module defines
 	tableGrowth   bool   // some function has table.grow or table.fill
 	startSection  bool
 	nonFuncImport bool // an import of a table, memory, global or tag
+
+	// Scanning state: each type's parameter count, and each defined
+	// function's type index.
+	typeParams    []uint32
+	functionTypes []uint32
 }
 
 // errMalformed is the scanner's one decoding error: the binary does not
@@ -34,6 +41,7 @@ var errMalformed = errors.New("guest: module does not decode")
 // Section IDs of the WebAssembly binary format.
 const (
 	sectionCustom    = 0
+	sectionType      = 1
 	sectionImport    = 2
 	sectionFunction  = 3
 	sectionTable     = 4
@@ -66,9 +74,10 @@ func scanModule(binary []byte) (moduleShape, error) {
 		switch id {
 		case sectionImport:
 			err = scanImports(section, &shape)
+		case sectionType:
+			err = scanTypes(section, &shape)
 		case sectionFunction:
-			// The code section's count must match this one (wazero checks);
-			// the limit is taken on the code section's own count.
+			err = scanFunctions(section, &shape)
 		case sectionTable:
 			err = scanTables(section, &shape)
 		case sectionStart:
@@ -104,6 +113,48 @@ func scanImports(r *wasmReader, shape *moduleShape) error {
 			shape.nonFuncImport = true
 			return ErrNotCommand
 		}
+	}
+	return nil
+}
+
+// scanTypes records each function type's parameter count: parameters
+// are a function's first locals.
+func scanTypes(r *wasmReader, shape *moduleShape) error {
+	n := r.u32()
+	if n > MaxFunctions {
+		// Types are no cheaper to hold than functions.
+		return ErrTooManyFunctions
+	}
+	shape.typeParams = make([]uint32, 0, n)
+	for ; n > 0 && r.err == nil; n-- {
+		if r.byte() != 0x60 {
+			return errMalformed
+		}
+		params := r.u32()
+		for i := params; i > 0; i-- {
+			if !r.valueType() {
+				return errMalformed
+			}
+		}
+		for results := r.u32(); results > 0 && r.err == nil; results-- {
+			if !r.valueType() {
+				return errMalformed
+			}
+		}
+		shape.typeParams = append(shape.typeParams, params)
+	}
+	return nil
+}
+
+// scanFunctions records each defined function's type.
+func scanFunctions(r *wasmReader, shape *moduleShape) error {
+	n := r.u32()
+	if n > MaxFunctions {
+		return ErrTooManyFunctions
+	}
+	shape.functionTypes = make([]uint32, 0, n)
+	for ; n > 0 && r.err == nil; n-- {
+		shape.functionTypes = append(shape.functionTypes, r.u32())
 	}
 	return nil
 }
@@ -144,7 +195,7 @@ func scanCode(r *wasmReader, shape *moduleShape) error {
 		return ErrTooManyFunctions
 	}
 	shape.functions = int(n)
-	for ; n > 0; n-- {
+	for i := range int(n) {
 		size := int(r.u32())
 		if r.err != nil || size > len(r.b)-r.off {
 			return errMalformed
@@ -155,18 +206,26 @@ func scanCode(r *wasmReader, shape *moduleShape) error {
 		shape.maxBodyBytes = max(shape.maxBodyBytes, size)
 		body := &wasmReader{b: r.b[:r.off+size], off: r.off}
 		r.off += size
-		if err := scanBody(body, shape); err != nil {
+		if i >= len(shape.functionTypes) || int(shape.functionTypes[i]) >= len(shape.typeParams) {
+			// No type for the body: wazero refuses it too.
+			return errMalformed
+		}
+		params := shape.typeParams[shape.functionTypes[i]]
+		if err := scanBody(body, uint64(params), shape); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// scanBody reads one function body: its locals, then its instructions up
-// to the end that closes the function, which must be the body's last
-// byte.
-func scanBody(r *wasmReader, shape *moduleShape) error {
-	var locals uint64
+// scanBody reads one function body: its locals (after params
+// parameters), then its instructions up to the end that closes the
+// function, which must be the body's last byte.
+func scanBody(r *wasmReader, params uint64, shape *moduleShape) error {
+	locals := params
+	if locals > MaxLocals {
+		return ErrTooManyLocals
+	}
 	for groups := r.u32(); groups > 0 && r.err == nil; groups-- {
 		locals += uint64(r.u32())
 		if !r.valueType() {
@@ -177,7 +236,7 @@ func scanBody(r *wasmReader, shape *moduleShape) error {
 		}
 	}
 	shape.maxLocals = max(shape.maxLocals, locals)
-	depth, blocks := 0, 0
+	depth, blocks, nesting := 0, 0, 0
 	for r.err == nil && r.off < len(r.b) {
 		op := r.byte()
 		switch {
@@ -193,6 +252,7 @@ func scanBody(r *wasmReader, shape *moduleShape) error {
 			if blocks > MaxBlocksPerFunction {
 				return ErrTooManyBlocks
 			}
+			nesting = max(nesting, depth)
 			shape.maxNesting = max(shape.maxNesting, depth)
 			shape.maxBlocks = max(shape.maxBlocks, blocks)
 		case op == 0x0b: // end
@@ -200,6 +260,15 @@ func scanBody(r *wasmReader, shape *moduleShape) error {
 				// The function's own end: nothing may follow it.
 				if r.off != len(r.b) {
 					return errMalformed
+				}
+				shape.blockWork += uint64(blocks) * uint64(blocks)
+				if shape.blockWork > MaxBlockWork {
+					return ErrBlockWork
+				}
+				work := locals * uint64(nesting)
+				shape.variableWork += work
+				if work > MaxFunctionVariableWork || shape.variableWork > MaxVariableWork {
+					return ErrVariableWork
 				}
 				return nil
 			}

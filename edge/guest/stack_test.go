@@ -1,0 +1,140 @@
+package guest_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"runtime"
+	"sync"
+	"testing"
+
+	"latent.dev/admission/edge/guest"
+	"latent.dev/admission/node/pipeline"
+	"latent.dev/admission/node/runner"
+)
+
+var (
+	// recursionModule's _start calls itself without end.
+	recursionModule = startBody(0x10, 0x00).bytes()
+	// wideRecursionModule's _start loads 512 i64 values from memory,
+	// calls itself, then adds them up and drops the sum, so each frame
+	// holds all of them across the call: frames of 4 KiB and more.
+	wideRecursionModule = startBody(concat(repeat(512, 0x41, 0x00, 0x29, 0x03, 0x00), []byte{0x10, 0x00}, repeat(511, 0x7c), []byte{0x1a})...).bytes()
+)
+
+// TestDeepRecursionStackCeiling measures what one guest's unbounded
+// recursion allocates on the host: runtime.MemStats.TotalAlloc across
+// the run, every byte the process allocated meanwhile (stacks, dropped
+// ones included, and the instance), an upper bound of what the stack
+// held at once. It must end as a trap, within StackCeilingBytes.
+func TestDeepRecursionStackCeiling(t *testing.T) {
+	for name, m := range map[string][]byte{"small frames": recursionModule, "frames of 4 KiB": wideRecursionModule} {
+		t.Run(name, func(t *testing.T) {
+			b, _ := ownBackend(t, guest.Config{}, m, returnModule)
+			d := deployment("acme", "deep", map[string][]byte{"deep": m, "ret": returnModule})
+			if err := b.Deploy(context.Background(), d); err != nil {
+				t.Fatal(err)
+			}
+			// Warm up the path, so the measure holds the recursion alone.
+			if rep := runOn(t, b, d, ask{route: "ret", fuel: roomyFuel, memory: 1 << 20}); rep.Outcome != runner.Succeeded {
+				t.Fatalf("ret: %+v", rep)
+			}
+			run, _ := startOn(t, b, d, ask{route: "deep", fuel: roomyFuel, memory: 1 << 20})
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			rep, err := run()
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Outcome != runner.Trapped {
+				t.Fatalf("deep recursion: %+v, want a trap", rep)
+			}
+			allocated := after.TotalAlloc - before.TotalAlloc
+			t.Logf("one guest's unbounded recursion allocated %d bytes (%.1f MiB); the ceiling is %d", allocated, float64(allocated)/(1<<20), uint64(guest.StackCeilingBytes))
+			if allocated > guest.StackCeilingBytes {
+				t.Fatalf("allocated %d bytes, over StackCeilingBytes %d", allocated, uint64(guest.StackCeilingBytes))
+			}
+		})
+	}
+}
+
+// TestDeepRecursionOnEveryCellAtOnceLeavesTheNodeServing runs twice as
+// many recursing guests as the node's cells, all at once through the
+// pipeline: each ends as a trap (HTTP 502), and the node then serves.
+func TestDeepRecursionOnEveryCellAtOnceLeavesTheNodeServing(t *testing.T) {
+	b, _ := ownBackend(t, guest.Config{}, recursionModule, returnModule)
+	d := deployment("acme", "guests", map[string][]byte{"deep": recursionModule, "ret": returnModule})
+	if err := b.Deploy(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	n := newNode(t, d)
+	p, err := pipeline.New(n.provider, pipeline.Config{Backends: map[string]runner.Backend{"wasm": b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Drain()
+	var cells uint64
+	for _, c := range nodePolicy().CellClasses {
+		cells += c.Parallelism
+	}
+	if err := guest.CheckCallStacks(cells, guest.HostMemoryBytes()); err != nil {
+		t.Skipf("this machine cannot hold %d call stacks: %v", cells, err)
+	}
+	var wg sync.WaitGroup
+	reports := make([]runner.Report, 2*cells)
+	for i := range reports {
+		req := n.request(t, "acme", "guests", ask{route: "deep", fuel: roomyFuel, memory: 1 << 20})
+		wg.Go(func() {
+			reports[i], _ = p.Invoke(context.Background(), n.controller, req, nil)
+		})
+	}
+	wg.Wait()
+	for i, rep := range reports {
+		if rep.Outcome != runner.Trapped {
+			t.Errorf("guest %d: %+v, want a trap", i, rep)
+		}
+	}
+	rep, err := p.Invoke(context.Background(), n.controller, n.request(t, "acme", "guests", ask{route: "ret", fuel: roomyFuel, memory: 1 << 20}), nil)
+	if rep.Outcome != runner.Succeeded {
+		t.Fatalf("after the recursions: %+v (%v)", rep, err)
+	}
+}
+
+func TestCheckCallStacks(t *testing.T) {
+	const ceiling = uint64(guest.StackCeilingBytes)
+	for _, c := range []struct {
+		name             string
+		cells, available uint64
+		fits             bool
+	}{
+		{"no cells fit anywhere", 0, 0, true},
+		{"memory of exactly cells times the ceiling fits", 12, 12 * ceiling, true},
+		{"a byte less does not", 12, 12*ceiling - 1, false},
+		{"a cell count whose product overflows does not", math.MaxUint64 / 2, math.MaxUint64, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := guest.CheckCallStacks(c.cells, c.available)
+			if fits := err == nil; fits != c.fits || (err != nil && !errors.Is(err, guest.ErrStackMemory)) {
+				t.Fatalf("CheckCallStacks(%d, %d) = %v", c.cells, c.available, err)
+			}
+		})
+	}
+}
+
+// TestAnInstantiationFailureOfTheModulesOwnIsATrap: an active data
+// segment past the memory fails instantiation; that is the guest's
+// fault (502 trap), not the node's (500).
+func TestAnInstantiationFailureOfTheModulesOwnIsATrap(t *testing.T) {
+	// One segment for memory 0 at offset 65536 (one page), one byte.
+	m := guestModule{bodies: [][]byte{body(noLocals)}, data: []byte{0x01, 0x00, 0x41, 0x80, 0x80, 0x04, 0x0b, 0x01, 0x2a}}.bytes()
+	b, _ := ownBackend(t, guest.Config{}, m)
+	d := deployment("acme", "init", map[string][]byte{"init": m})
+	if err := b.Deploy(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	if rep := runOn(t, b, d, ask{route: "init", fuel: roomyFuel, memory: 1 << 20}); rep.Outcome != runner.Trapped {
+		t.Fatalf("instantiation out of bounds: %+v, want a trap", rep)
+	}
+}
