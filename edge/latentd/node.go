@@ -82,6 +82,9 @@ func New(cfg Config) (n *Node, err error) {
 	if err := cfg.setDefaults(settings.BudgetCeiling.WallTime); err != nil {
 		return nil, err
 	}
+	if err := checkCallStacks(cfg.Policy); err != nil {
+		return nil, err
+	}
 	n = &Node{cfg: cfg, provider: provider}
 	var undo []func()
 	defer func() {
