@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"latent.dev/admission/edge/guest"
 	"latent.dev/admission/node/cellpool"
 	"latent.dev/admission/node/runner"
 	"latent.dev/admission/node/runner/synthetic"
@@ -58,6 +59,32 @@ func BenchmarkInvocation(b *testing.B) {
 				act.Run(context.Background(), exec, lease)
 				if rep, _ := act.Wait(context.Background()); rep.Outcome != runner.Succeeded && bc.route != "trap" {
 					b.Fatalf("outcome %v", rep.Outcome)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkScan is the module scanner that runs before every compile, on
+// the repository's Go guest (its cost next to compiling the same module
+// is the point: see TestBuildAndCompileTimes), and on a hand-assembled
+// module at the block limits.
+//
+//	cd edge && go test -run '^$' -bench Scan -benchtime 2s ./guest
+func BenchmarkScan(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		module []byte
+	}{
+		{"module=go-uppercase", shared.goGuest},
+		{"module=blocks-at-the-limit", startBody(repeat(guest.MaxBlocksPerFunction, 0x02, 0x40, 0x0b)...).bytes()},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.module)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := guest.ScanModule(bc.module); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
