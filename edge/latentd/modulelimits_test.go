@@ -55,16 +55,30 @@ func TestModulesTheNodeCannotAffordAreRefusedAt422NamingTheRule(t *testing.T) {
 	}
 }
 
-func TestDeepRecursionOverLoopbackIsATrap(t *testing.T) {
+// TestDeepRecursionOverLoopbackLeavesTheNodeServing: a guest recursing
+// without end is answered by a living node. The answer is 502 trap when
+// the stack limit is reached first; copying the doubling stacks takes
+// long enough under the race detector on a loaded machine that the wall
+// time (five seconds in the test policy) may end it first, as 504
+// deadline: both are answers, and the node serves on. edge/guest's
+// TestDeepRecursionOnEveryCellAtOnceLeavesTheNodeServing asserts the trap
+// on every cell at once.
+func TestDeepRecursionOverLoopbackLeavesTheNodeServing(t *testing.T) {
 	rn := startRealGuestNode(t)
-	digest := rn.putArtifact(wasmCommand(nil, false, 0x10, 0x00, 0x0b)) // _start calls itself
-	doc := `{"tenant":"acme","service":"deep","routes":[` + realGuestRoute("deep", digest) + `]}`
+	deep := rn.putArtifact(wasmCommand(nil, false, 0x10, 0x00, 0x0b)) // _start calls itself
+	trap := rn.putArtifact(trapGuest)
+	doc := `{"tenant":"acme","service":"deep","routes":[` + realGuestRoute("deep", deep) + `,` + realGuestRoute("trap", trap) + `]}`
 	if r := rn.do(http.MethodPut, "/v1/admin/deployments/acme/deep", adminToken, []byte(doc)); r.status != http.StatusOK {
 		t.Fatalf("deploy: %d %s", r.status, r.body)
 	}
 	r := rn.do(http.MethodPost, "/v1/invoke/acme/deep/deep", aliceToken, nil)
-	if r.status != http.StatusBadGateway || r.header.Get("Latent-Outcome") != OutcomeTrap {
-		t.Fatalf("deep recursion: %d %s %s", r.status, r.header.Get("Latent-Outcome"), r.body)
+	outcome := r.header.Get("Latent-Outcome")
+	if (r.status != http.StatusBadGateway || outcome != OutcomeTrap) && (r.status != http.StatusGatewayTimeout || outcome != OutcomeDeadline) {
+		t.Fatalf("deep recursion: %d %s %s, want 502 trap (or 504 deadline)", r.status, outcome, r.body)
+	}
+	t.Logf("deep recursion: %d %s", r.status, outcome)
+	if r := rn.do(http.MethodPost, "/v1/invoke/acme/deep/trap", aliceToken, nil); r.status != http.StatusBadGateway || r.header.Get("Latent-Outcome") != OutcomeTrap {
+		t.Fatalf("after the recursion: %d %s", r.status, r.body)
 	}
 	rn.ledgerAtZero()
 }
