@@ -26,8 +26,9 @@ var (
 	ErrInvalidModule = errors.New("guest: artifact is not a valid WebAssembly module")
 	// ErrNotCommand: the module is valid but not a WASI command: it must
 	// export a "_start" function taking and returning nothing and a memory
-	// named "memory", import no memory, and import functions only from
-	// wasi_snapshot_preview1, each of which the runtime provides.
+	// named "memory", import no memory, table or global, and import
+	// functions only from wasi_snapshot_preview1, each of which the
+	// runtime provides.
 	ErrNotCommand = errors.New("guest: module is not a WASI command")
 	// ErrTooManyModules: a deployment would keep more compiled modules
 	// than the backend's MaxModules.

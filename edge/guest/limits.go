@@ -41,7 +41,7 @@ const (
 	MaxFunctionVariableWork = 1 << 17
 	// MaxVariableWork bounds the sum of that product over a module's
 	// functions.
-	MaxVariableWork = 1 << 23
+	MaxVariableWork = 1 << 22
 	// MaxTableEntries bounds the initial entries of a module's tables
 	// together (8 bytes of host memory each).
 	MaxTableEntries = 1 << 20
