@@ -82,7 +82,6 @@ func scanModule(binary []byte) (moduleShape, error) {
 			err = scanTables(section, &shape)
 		case sectionStart:
 			shape.startSection = true
-			err = ErrStartSection
 		case sectionCode:
 			err = scanCode(section, &shape)
 		default:
@@ -97,6 +96,16 @@ func scanModule(binary []byte) (moduleShape, error) {
 			return shape, errMalformed
 		}
 	}
+	// The rules are checked once the whole module has been read, so that a
+	// module the scanner cannot read is always refused as such.
+	switch {
+	case shape.tableGrowth:
+		return shape, ErrTableGrowth
+	case shape.startSection:
+		return shape, ErrStartSection
+	case shape.nonFuncImport:
+		return shape, ErrNotCommand
+	}
 	return shape, nil
 }
 
@@ -106,12 +115,27 @@ func scanImports(r *wasmReader, shape *moduleShape) error {
 	for n := r.u32(); n > 0 && r.err == nil; n-- {
 		r.name()
 		r.name()
-		switch kind := r.byte(); kind {
+		switch r.byte() {
 		case 0x00: // function: a type index
 			r.u32()
-		default:
+		case 0x01: // table: reference type, limits
+			if !r.referenceType() || !r.limits() {
+				return errMalformed
+			}
 			shape.nonFuncImport = true
-			return ErrNotCommand
+		case 0x02: // memory: limits
+			if !r.limits() {
+				return errMalformed
+			}
+			shape.nonFuncImport = true
+		case 0x03: // global: value type, mutability
+			if !r.valueType() {
+				return errMalformed
+			}
+			r.byte()
+			shape.nonFuncImport = true
+		default:
+			return errMalformed
 		}
 	}
 	return nil
@@ -163,18 +187,11 @@ func scanFunctions(r *wasmReader, shape *moduleShape) error {
 // table's initial entries at instantiation, outside any grant.
 func scanTables(r *wasmReader, shape *moduleShape) error {
 	for n := r.u32(); n > 0 && r.err == nil; n-- {
-		switch r.byte() {
-		case 0x70, 0x6f: // funcref, externref
-		default:
+		if !r.referenceType() {
 			return errMalformed
 		}
-		flags := r.byte()
-		min := r.u32()
-		switch flags {
-		case 0x00:
-		case 0x01:
-			r.u32()
-		default:
+		min, ok := r.limitsMin()
+		if !ok {
 			return errMalformed
 		}
 		shape.tableEntries += uint64(min)
@@ -387,6 +404,37 @@ func (r *wasmReader) valueType() bool {
 	return false
 }
 
+// referenceType reads funcref or externref.
+func (r *wasmReader) referenceType() bool {
+	switch r.byte() {
+	case 0x70, 0x6f:
+		return r.err == nil
+	}
+	return false
+}
+
+// limitsMin reads limits (a flag, the minimum, and the maximum when the
+// flag says there is one) and returns the minimum. Flags 0x02 and 0x03
+// (shared memory) are read too, for an imported memory; the runtime
+// refuses them.
+func (r *wasmReader) limitsMin() (uint32, bool) {
+	flags := r.byte()
+	min := r.u32()
+	switch flags {
+	case 0x00, 0x02:
+	case 0x01, 0x03:
+		r.u32()
+	default:
+		return 0, false
+	}
+	return min, r.err == nil
+}
+
+func (r *wasmReader) limits() bool {
+	_, ok := r.limitsMin()
+	return ok
+}
+
 // blockType reads a block type: empty (0x40), one value type, or a type
 // index as a non-negative signed 33-bit LEB128.
 func (r *wasmReader) blockType() bool {
@@ -487,8 +535,10 @@ func (r *wasmReader) miscInstruction(shape *moduleShape) error {
 	case sub == 13 || sub == 16: // elem.drop, table.size
 		r.u32()
 	case sub == 15 || sub == 17: // table.grow, table.fill
+		// A table index; refused once the whole module is read (see
+		// scanModule).
+		r.u32()
 		shape.tableGrowth = true
-		return ErrTableGrowth
 	default:
 		return errMalformed
 	}
