@@ -1,10 +1,5 @@
 package guest
 
-import (
-	"errors"
-	"fmt"
-)
-
 // Module limits, checked by scanning the binary before wazero compiles it
 // (see scan.go). wazero's compile time grows faster than linearly with
 // the blocks in one function, and an instantiated table costs the host
@@ -45,42 +40,4 @@ const (
 	// MaxTableEntries bounds the initial entries of a module's tables
 	// together (8 bytes of host memory each).
 	MaxTableEntries = 1 << 20
-)
-
-// Errors for a module refused by a limit or a rule, before compiling.
-// Each arrives wrapped in an [*ArtifactError] and names its limit; the
-// node answers them as it answers any module it cannot run (latentd:
-// 422).
-var (
-	// ErrModuleTooLarge: the binary is over MaxModuleBytes.
-	ErrModuleTooLarge = fmt.Errorf("guest: module refused: larger than the limit of %d bytes", MaxModuleBytes)
-	// ErrTooManyFunctions: the module defines more than MaxFunctions
-	// functions.
-	ErrTooManyFunctions = fmt.Errorf("guest: module refused: defines more than the limit of %d functions", MaxFunctions)
-	// ErrFunctionTooLarge: a function body is over MaxFunctionBytes.
-	ErrFunctionTooLarge = fmt.Errorf("guest: module refused: a function body is larger than the limit of %d bytes", MaxFunctionBytes)
-	// ErrTooManyLocals: a function declares more than MaxLocals locals.
-	ErrTooManyLocals = fmt.Errorf("guest: module refused: a function declares more than the limit of %d locals", MaxLocals)
-	// ErrBlockNesting: blocks nest deeper than MaxBlockNesting in a
-	// function.
-	ErrBlockNesting = fmt.Errorf("guest: module refused: blocks nest deeper than the limit of %d", MaxBlockNesting)
-	// ErrTooManyBlocks: a function has more than MaxBlocksPerFunction
-	// blocks, loops and ifs.
-	ErrTooManyBlocks = fmt.Errorf("guest: module refused: a function has more than the limit of %d blocks", MaxBlocksPerFunction)
-	// ErrBlockWork: the module's functions together pass MaxBlockWork.
-	ErrBlockWork = fmt.Errorf("guest: module refused: its functions' blocks pass the compile-work limit of %d (the sum of each function's blocks squared)", MaxBlockWork)
-	// ErrVariableWork: a function's locals times its nesting pass
-	// MaxFunctionVariableWork, or the module's sum passes MaxVariableWork.
-	ErrVariableWork = fmt.Errorf("guest: module refused: locals times block nesting pass the compile-work limit of %d in a function or %d in the module", MaxFunctionVariableWork, MaxVariableWork)
-	// ErrTableTooLarge: the module's tables start with more than
-	// MaxTableEntries entries together.
-	ErrTableTooLarge = fmt.Errorf("guest: module refused: its tables start with more than the limit of %d entries", MaxTableEntries)
-	// ErrTableGrowth: the module's code can grow or fill a table at run
-	// time (table.grow, table.fill), which costs host memory no grant
-	// sees.
-	ErrTableGrowth = errors.New("guest: module refused: it can grow or fill a table at run time (table.grow, table.fill)")
-	// ErrStartSection: the module has a start section, which would run
-	// during instantiation, before fuel metering; a WASI command starts
-	// in _start.
-	ErrStartSection = errors.New("guest: module refused: it has a start section (a WASI command starts in _start)")
 )

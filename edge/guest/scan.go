@@ -1,7 +1,5 @@
 package guest
 
-import "errors"
-
 // scan reads a module's binary once, before wazero compiles it, and
 // refuses what the runtime would accept but the node cannot afford: see
 // limits.go for the rules and their figures. wazero's compiled module
@@ -32,11 +30,6 @@ type moduleShape struct {
 	typeParams    []uint32
 	functionTypes []uint32
 }
-
-// errMalformed is the scanner's one decoding error: the binary does not
-// decode as the scanner reads it (truncated, overlong LEB128, an unknown
-// opcode or section). It reaches callers as ErrInvalidModule.
-var errMalformed = errors.New("guest: module does not decode")
 
 // Section IDs of the WebAssembly binary format.
 const (
