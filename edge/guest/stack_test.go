@@ -7,7 +7,9 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
+	"latent.dev/admission/catalog"
 	"latent.dev/admission/edge/guest"
 	"latent.dev/admission/node/pipeline"
 	"latent.dev/admission/node/runner"
@@ -22,37 +24,56 @@ var (
 	wideRecursionModule = startBody(concat(repeat(512, 0x41, 0x00, 0x29, 0x03, 0x00), []byte{0x10, 0x00}, repeat(511, 0x7c), []byte{0x1a})...).bytes()
 )
 
+// slowNode is a node whose wall-time ceiling leaves deep recursion time
+// to reach wazero's stack limit even under the race detector on a loaded
+// machine, where copying the doubling stacks can take tens of seconds.
+func slowNode(t *testing.T, d catalog.Deployment) (*node, *pipeline.Pipeline, *guest.Backend) {
+	t.Helper()
+	b, _ := ownBackend(t, guest.Config{}, recursionModule, wideRecursionModule, returnModule)
+	if err := b.Deploy(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	p := nodePolicy()
+	p.Node.BudgetCeiling.WallTime = 10 * time.Minute
+	n := newNodeWith(t, p, d)
+	pipe, err := pipeline.New(n.provider, pipeline.Config{Backends: map[string]runner.Backend{"wasm": b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pipe.Drain)
+	return n, pipe, b
+}
+
 // TestDeepRecursionStackCeiling measures what one guest's unbounded
 // recursion allocates on the host: runtime.MemStats.TotalAlloc across
-// the run, every byte the process allocated meanwhile (stacks, dropped
-// ones included, and the instance), an upper bound of what the stack
-// held at once. It must end as a trap, within StackCeilingBytes.
+// the invocation, every byte the process allocated meanwhile (stacks,
+// dropped ones included, the instance, admission), an upper bound of
+// what the stack held at once. It must end as a trap, within
+// StackCeilingBytes.
 func TestDeepRecursionStackCeiling(t *testing.T) {
-	for name, m := range map[string][]byte{"small frames": recursionModule, "frames of 4 KiB": wideRecursionModule} {
+	d := deployment("acme", "guests", map[string][]byte{"deep": recursionModule, "wide": wideRecursionModule, "ret": returnModule})
+	n, pipe, _ := slowNode(t, d)
+	invoke := func(route string) runner.Report {
+		rep, _ := pipe.Invoke(context.Background(), n.controller, n.request(t, "acme", "guests", ask{route: route, fuel: roomyFuel, memory: 1 << 20}), nil)
+		return rep
+	}
+	// Warm up the path, so the measure holds the recursion alone.
+	if rep := invoke("ret"); rep.Outcome != runner.Succeeded {
+		t.Fatalf("ret: %+v", rep)
+	}
+	for name, route := range map[string]string{"small frames": "deep", "frames of 4 KiB": "wide"} {
 		t.Run(name, func(t *testing.T) {
-			b, _ := ownBackend(t, guest.Config{}, m, returnModule)
-			d := deployment("acme", "deep", map[string][]byte{"deep": m, "ret": returnModule})
-			if err := b.Deploy(context.Background(), d); err != nil {
-				t.Fatal(err)
-			}
-			// Warm up the path, so the measure holds the recursion alone.
-			if rep := runOn(t, b, d, ask{route: "ret", fuel: roomyFuel, memory: 1 << 20}); rep.Outcome != runner.Succeeded {
-				t.Fatalf("ret: %+v", rep)
-			}
-			run, _ := startOn(t, b, d, ask{route: "deep", fuel: roomyFuel, memory: 1 << 20})
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			rep, err := run()
+			rep := invoke(route)
 			runtime.ReadMemStats(&after)
-			if err != nil {
-				t.Fatal(err)
-			}
 			if rep.Outcome != runner.Trapped {
 				t.Fatalf("deep recursion: %+v, want a trap", rep)
 			}
 			allocated := after.TotalAlloc - before.TotalAlloc
-			t.Logf("one guest's unbounded recursion allocated %d bytes (%.1f MiB); the ceiling is %d", allocated, float64(allocated)/(1<<20), uint64(guest.StackCeilingBytes))
+			t.Logf("one guest's unbounded recursion allocated %d bytes (%.1f MiB) in %v; the ceiling is %d",
+				allocated, float64(allocated)/(1<<20), rep.Usage.WallTime, uint64(guest.StackCeilingBytes))
 			if allocated > guest.StackCeilingBytes {
 				t.Fatalf("allocated %d bytes, over StackCeilingBytes %d", allocated, uint64(guest.StackCeilingBytes))
 			}
@@ -64,17 +85,7 @@ func TestDeepRecursionStackCeiling(t *testing.T) {
 // many recursing guests as the node's cells, all at once through the
 // pipeline: each ends as a trap (HTTP 502), and the node then serves.
 func TestDeepRecursionOnEveryCellAtOnceLeavesTheNodeServing(t *testing.T) {
-	b, _ := ownBackend(t, guest.Config{}, recursionModule, returnModule)
-	d := deployment("acme", "guests", map[string][]byte{"deep": recursionModule, "ret": returnModule})
-	if err := b.Deploy(context.Background(), d); err != nil {
-		t.Fatal(err)
-	}
-	n := newNode(t, d)
-	p, err := pipeline.New(n.provider, pipeline.Config{Backends: map[string]runner.Backend{"wasm": b}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Drain()
+	n, p, _ := slowNode(t, deployment("acme", "guests", map[string][]byte{"deep": recursionModule, "ret": returnModule}))
 	var cells uint64
 	for _, c := range nodePolicy().CellClasses {
 		cells += c.Parallelism
