@@ -43,6 +43,7 @@ var noLocals = []byte{0x00}
 type guestModule struct {
 	bodies [][]byte // each made by body
 	types  [][]byte // extra function types after type 0, each 0x60 ...
+	typeOf []byte   // each function's type index; nil: all type 0
 	tables []byte   // the table section's content, or nil
 	start  bool     // a start section naming function 1
 	data   []byte   // the data section's content, or nil
@@ -57,6 +58,9 @@ func (g guestModule) bytes() []byte {
 	funcs := make([][]byte, len(g.bodies))
 	for i := range funcs {
 		funcs[i] = []byte{0x00}
+		if g.typeOf != nil {
+			funcs[i] = []byte{g.typeOf[i]}
+		}
 	}
 	m := wasmModule(
 		anySection(typeSection, vector(append([][]byte{{0x60, 0x00, 0x00}}, g.types...)...)),
@@ -89,6 +93,16 @@ func repeat(n int, b ...byte) []byte {
 		out = append(out, b...)
 	}
 	return out
+}
+
+// nestedLoops is a function body with locals i64 locals, depth loops
+// nested, and every local read in the innermost.
+func nestedLoops(locals, depth int) []byte {
+	var reads []byte
+	for i := range locals {
+		reads = concat(reads, []byte{0x20}, uleb(uint64(i)), []byte{0x1a})
+	}
+	return body(concat([]byte{0x01}, uleb(uint64(locals)), []byte{0x7e}), concat(repeat(depth, 0x03, 0x40), reads, repeat(depth, 0x0b))...)
 }
 
 // oneTable is a table section with one funcref table of min entries.

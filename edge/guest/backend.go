@@ -129,7 +129,10 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if pages == 0 {
 		return nil, errors.New("guest: Config.MaxMemoryBytes is below one page")
 	}
-	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true).WithMemoryLimitPages(uint32(pages))
+	// The module scanner (scan.go) reads exactly the 2.0 instruction set:
+	// a feature enabled here must be taught to it first.
+	rc := wazero.NewRuntimeConfig().WithCoreFeatures(api.CoreFeaturesV2).
+		WithCloseOnContextDone(true).WithMemoryLimitPages(uint32(pages))
 	r := wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
 		_ = r.Close(ctx)

@@ -2,8 +2,13 @@ package guest_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+
+	"latent.dev/admission/edge/guest"
 	"latent.dev/admission/node/cellpool"
 	"latent.dev/admission/node/runner"
 	"latent.dev/admission/node/runner/synthetic"
@@ -59,6 +64,73 @@ func BenchmarkInvocation(b *testing.B) {
 				if rep, _ := act.Wait(context.Background()); rep.Outcome != runner.Succeeded && bc.route != "trap" {
 					b.Fatalf("outcome %v", rep.Outcome)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkScan is the module scanner that runs before every compile, on
+// the repository's Go guest (its cost next to compiling the same module
+// is the point: see TestBuildAndCompileTimes), and on a hand-assembled
+// module at the block limits.
+//
+//	cd edge && go test -run '^$' -bench Scan -benchtime 2s ./guest
+func BenchmarkScan(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		module []byte
+	}{
+		{"module=go-uppercase", shared.goGuest},
+		{"module=blocks-at-the-limit", startBody(repeat(guest.MaxBlocksPerFunction, 0x02, 0x40, 0x0b)...).bytes()},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.module)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := guest.ScanModule(bc.module); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCompileAtTheLimits compiles, as Deploy does, the repository's
+// Go guest and hand-assembled modules that spend each compile-work
+// budget to its limit: what a deploy can cost at worst beyond the
+// module's size.
+//
+//	cd edge && go test -run '^$' -bench CompileAtTheLimits -benchtime 1x ./guest
+func BenchmarkCompileAtTheLimits(b *testing.B) {
+	blockHeavy := make([][]byte, guest.MaxBlockWork/(guest.MaxBlocksPerFunction*guest.MaxBlocksPerFunction))
+	for i := range blockHeavy {
+		blockHeavy[i] = body(noLocals, repeat(guest.MaxBlocksPerFunction, 0x02, 0x40, 0x0b)...)
+	}
+	variableHeavy := make([][]byte, guest.MaxVariableWork/(256*512))
+	for i := range variableHeavy {
+		variableHeavy[i] = nestedLoops(256, 512)
+	}
+	for _, bc := range []struct {
+		name   string
+		module []byte
+	}{
+		{"module=go-uppercase", shared.goGuest},
+		{"module=blocks-squared-at-the-limit", guestModule{bodies: blockHeavy}.bytes()},
+		{"module=locals-times-nesting-at-the-limit", guestModule{bodies: variableHeavy}.bytes()},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if _, err := guest.ScanModule(bc.module); err != nil {
+				b.Fatal(err)
+			}
+			ctx := experimental.WithCompilationWorkers(context.Background(), runtime.GOMAXPROCS(0))
+			r := wazero.NewRuntime(ctx)
+			defer r.Close(ctx)
+			for b.Loop() {
+				compiled, err := r.CompileModule(ctx, bc.module)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = compiled.Close(ctx)
 			}
 		})
 	}

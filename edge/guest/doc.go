@@ -33,7 +33,7 @@
 //
 // # Compilation and the module cache
 //
-// [Backend.Prepare] loads, verifies and compiles every artifact a
+// [Backend.Prepare] loads, verifies, scans and compiles every artifact a
 // deployment names, once per digest, switching nothing; [Prepared.Commit]
 // then replaces what the (tenant, service) pair had, at once, and
 // returns the replaced deployment so that a caller whose own commit (a
@@ -42,8 +42,9 @@
 // (wazero checks it between functions when compiling on more than one
 // worker). [Backend.Run] never compiles. A module is
 // valid only as a WASI command: it exports "_start" () -> () and one
-// memory, "memory"; it imports no memory and only functions that
-// wasi_snapshot_preview1 provides with the same signature. The cache is
+// memory, "memory"; it imports no memory, table or global, and only
+// functions that wasi_snapshot_preview1 provides with the same
+// signature; it has no start section (see Module limits). The cache is
 // bounded twice: a module is closed as soon as no deployment references
 // it (reference counts: one per deployed or prepared release, one per
 // held release, one per running guest, so a guest whose deployment was
@@ -80,14 +81,63 @@
 //	memory growth refused, then a trap
 //	  or a non-zero exit                  ExitInterrupted      memory-exhausted
 //	initial memory over the grant         ExitInterrupted      memory-exhausted (never started)
-//	release not deployed, instantiation
-//	  failed, backend closed meanwhile    ExitPlatformFailure  platform-failure
+//	instantiation failed (a data or
+//	  element segment out of bounds)      ExitTrapped          trapped
+//	release not deployed, backend
+//	  closed meanwhile                    ExitPlatformFailure  platform-failure
 //
 // Output past the bound is a broken response, not a truncated one: the
 // first write past it fails, the output so far is dropped and the guest
 // is interrupted at once; the runner reports it as a trap, the guest's
 // fault (HTTP 502), not the node's. An output of exactly the bound is a
 // success.
+//
+// # Module limits
+//
+// wazero would compile, and run, modules that cost the node what no
+// grant sees, so every module is scanned before it compiles (scan.go):
+// one pass over the binary, linear in its size, that decodes the code
+// section instruction by instruction with all its immediates (LEB128,
+// block types, br_table, memory arguments, the 0xFC and 0xFD prefixes),
+// because wazero's compiled module exposes neither tables nor opcodes.
+// The scanner's one duty is never to misread: an opcode outside the
+// WebAssembly 2.0 features the runtime enables is refused, not skipped,
+// and LEB128 is read as strictly as the format requires, so every
+// instruction it passes is the one wazero compiles; wazero then
+// validates. A module is refused ([*ArtifactError] with one of these
+// reasons, each naming its limit) when
+//
+//   - its code contains table.grow or table.fill ([ErrTableGrowth]): a
+//     table grows in host memory, 8 bytes an entry up to 2^32 entries,
+//     and Go's wasip1 output never grows or fills one;
+//   - it has a start section ([ErrStartSection]), which would run inside
+//     instantiation, before fuel metering;
+//   - it passes a limit of limits.go: its size, its functions, a body's
+//     bytes, a function's locals (parameters included), block nesting,
+//     blocks in one function, the tables' initial entries, or the
+//     compile work, Σ blocks² and Σ locals × nesting over its functions
+//     (wazero's compile time grows with the square of the blocks in a
+//     function, and its SSA construction with locals times nesting).
+//
+// The limits leave Go's wasip1 output room: a guest using net/http,
+// encoding/json and text/template measured 10.7 MB, 6,483 functions,
+// nesting 549, 984 blocks in one function, Σ blocks² 2.0·10^7 and Σ
+// locals × nesting 1.0·10^6; see docs/latentd.md for the table and
+// the compile times measured at the limits.
+//
+// # The call stack
+//
+// wazero runs a guest on a stack of its own, a Go byte slice it doubles
+// (plus the calling frame) when a call needs more, and traps the first
+// call that needs more once it is past 50,000,000 bytes; there is no
+// setting. Deep recursion therefore ends as a trap, but holds host
+// memory no grant sees: at most [StackCeilingBytes] (256 MiB) per
+// running guest, measured at 169 MB allocated in all. The node counts
+// it into its sizing instead of the grant: [CheckCallStacks] checks that
+// a number of cells (each runs one guest at a time) times the ceiling
+// fits in the memory available, and latentd refuses to start when it
+// does not ([HostMemoryBytes]: physical memory, the memory cgroup's
+// limit, GOMEMLIMIT).
 //
 // # Memory
 //
@@ -129,7 +179,7 @@
 // deadline (the context's deadline, set by the scheduler), a
 // cancellation, the fuel timer or the output bound stop even a guest
 // spinning in a tight loop (code without loops cannot run long: deep
-// recursion traps on the stack limit). The backend reads the deadline
+// recursion traps on the stack limit, see The call stack). The backend reads the deadline
 // from the context only, as node/runner hands it over.
 //
 // # Caveats

@@ -26,8 +26,9 @@ var (
 	ErrInvalidModule = errors.New("guest: artifact is not a valid WebAssembly module")
 	// ErrNotCommand: the module is valid but not a WASI command: it must
 	// export a "_start" function taking and returning nothing and a memory
-	// named "memory", import no memory, and import functions only from
-	// wasi_snapshot_preview1, each of which the runtime provides.
+	// named "memory", import no memory, table or global, and import
+	// functions only from wasi_snapshot_preview1, each of which the
+	// runtime provides.
 	ErrNotCommand = errors.New("guest: module is not a WASI command")
 	// ErrTooManyModules: a deployment would keep more compiled modules
 	// than the backend's MaxModules.
@@ -40,6 +41,52 @@ var (
 	// ErrBuild: BuildGoGuest's go build failed; the BuildError carries the
 	// compiler's output.
 	ErrBuild = errors.New("guest: go build of the guest failed")
+)
+
+// Errors for a module refused by a limit or a rule, before compiling.
+// Each arrives wrapped in an [*ArtifactError] and names its limit; the
+// node answers them as it answers any module it cannot run (latentd:
+// 422).
+var (
+	// ErrModuleTooLarge: the binary is over MaxModuleBytes.
+	ErrModuleTooLarge = fmt.Errorf("guest: module refused: larger than the limit of %d bytes", MaxModuleBytes)
+	// ErrTooManyFunctions: the module defines more than MaxFunctions
+	// functions.
+	ErrTooManyFunctions = fmt.Errorf("guest: module refused: defines more than the limit of %d functions", MaxFunctions)
+	// ErrFunctionTooLarge: a function body is over MaxFunctionBytes.
+	ErrFunctionTooLarge = fmt.Errorf("guest: module refused: a function body is larger than the limit of %d bytes", MaxFunctionBytes)
+	// ErrTooManyLocals: a function declares more than MaxLocals locals.
+	ErrTooManyLocals = fmt.Errorf("guest: module refused: a function declares more than the limit of %d locals", MaxLocals)
+	// ErrBlockNesting: blocks nest deeper than MaxBlockNesting in a
+	// function.
+	ErrBlockNesting = fmt.Errorf("guest: module refused: blocks nest deeper than the limit of %d", MaxBlockNesting)
+	// ErrTooManyBlocks: a function has more than MaxBlocksPerFunction
+	// blocks, loops and ifs.
+	ErrTooManyBlocks = fmt.Errorf("guest: module refused: a function has more than the limit of %d blocks", MaxBlocksPerFunction)
+	// ErrBlockWork: the module's functions together pass MaxBlockWork.
+	ErrBlockWork = fmt.Errorf("guest: module refused: its functions' blocks pass the compile-work limit of %d (the sum of each function's blocks squared)", MaxBlockWork)
+	// ErrVariableWork: a function's locals times its nesting pass
+	// MaxFunctionVariableWork, or the module's sum passes MaxVariableWork.
+	ErrVariableWork = fmt.Errorf("guest: module refused: locals times block nesting pass the compile-work limit of %d in a function or %d in the module", MaxFunctionVariableWork, MaxVariableWork)
+	// ErrTableTooLarge: the module's tables start with more than
+	// MaxTableEntries entries together.
+	ErrTableTooLarge = fmt.Errorf("guest: module refused: its tables start with more than the limit of %d entries", MaxTableEntries)
+	// ErrTableGrowth: the module's code can grow or fill a table at run
+	// time (table.grow, table.fill), which costs host memory no grant
+	// sees.
+	ErrTableGrowth = errors.New("guest: module refused: it can grow or fill a table at run time (table.grow, table.fill)")
+	// ErrStartSection: the module has a start section, which would run
+	// during instantiation, before fuel metering; a WASI command starts
+	// in _start.
+	ErrStartSection = errors.New("guest: module refused: it has a start section (a WASI command starts in _start)")
+)
+
+// The call stacks of the node's cells (see stack.go).
+var (
+	// ErrStackMemory: the machine's memory cannot hold the worst-case call
+	// stacks of as many guests as the cells run at once (cells times
+	// StackCeilingBytes).
+	ErrStackMemory = fmt.Errorf("guest: memory cannot hold a %d-byte call stack for every cell", StackCeilingBytes)
 )
 
 // ArtifactError is an error about one artifact: the digest (and, where a
@@ -88,3 +135,8 @@ var (
 	errFuelExhausted  = errors.New("guest: cpu fuel exhausted")
 	errOutputTooLarge = errors.New("guest: standard output over the response bound")
 )
+
+// errMalformed is the module scanner's one decoding error: the binary
+// does not decode as the scanner reads it (truncated, overlong LEB128, an
+// unknown opcode or section). It reaches callers as ErrInvalidModule.
+var errMalformed = errors.New("guest: module does not decode")

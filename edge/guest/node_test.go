@@ -52,7 +52,13 @@ func nodePolicy() *policy.NodeAdmissionPolicy {
 
 func newNode(t testing.TB, deployments ...catalog.Deployment) *node {
 	t.Helper()
-	provider, err := core.NewLocalQuotaProvider(nodePolicy())
+	return newNodeWith(t, nodePolicy(), deployments...)
+}
+
+// newNodeWith is newNode under policy p.
+func newNodeWith(t testing.TB, p *policy.NodeAdmissionPolicy, deployments ...catalog.Deployment) *node {
+	t.Helper()
+	provider, err := core.NewLocalQuotaProvider(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,5 @@
 package guest
 
-import "errors"
-
 // scan reads a module's binary once, before wazero compiles it, and
 // refuses what the runtime would accept but the node cannot afford: see
 // limits.go for the rules and their figures. wazero's compiled module
@@ -20,20 +18,23 @@ type moduleShape struct {
 	maxLocals     uint64 // most locals one function declares
 	maxNesting    int    // deepest block, loop or if nesting in one function
 	maxBlocks     int    // most blocks, loops and ifs in one function
+	blockWork     uint64 // the sum over functions of blocks squared
+	variableWork  uint64 // the sum over functions of variables times nesting
 	tableEntries  uint64 // initial entries of every table the module defines
 	tableGrowth   bool   // some function has table.grow or table.fill
 	startSection  bool
 	nonFuncImport bool // an import of a table, memory, global or tag
-}
 
-// errMalformed is the scanner's one decoding error: the binary does not
-// decode as the scanner reads it (truncated, overlong LEB128, an unknown
-// opcode or section). It reaches callers as ErrInvalidModule.
-var errMalformed = errors.New("guest: module does not decode")
+	// Scanning state: each type's parameter count, and each defined
+	// function's type index.
+	typeParams    []uint32
+	functionTypes []uint32
+}
 
 // Section IDs of the WebAssembly binary format.
 const (
 	sectionCustom    = 0
+	sectionType      = 1
 	sectionImport    = 2
 	sectionFunction  = 3
 	sectionTable     = 4
@@ -66,14 +67,14 @@ func scanModule(binary []byte) (moduleShape, error) {
 		switch id {
 		case sectionImport:
 			err = scanImports(section, &shape)
+		case sectionType:
+			err = scanTypes(section, &shape)
 		case sectionFunction:
-			// The code section's count must match this one (wazero checks);
-			// the limit is taken on the code section's own count.
+			err = scanFunctions(section, &shape)
 		case sectionTable:
 			err = scanTables(section, &shape)
 		case sectionStart:
 			shape.startSection = true
-			err = ErrStartSection
 		case sectionCode:
 			err = scanCode(section, &shape)
 		default:
@@ -88,6 +89,16 @@ func scanModule(binary []byte) (moduleShape, error) {
 			return shape, errMalformed
 		}
 	}
+	// The rules are checked once the whole module has been read, so that a
+	// module the scanner cannot read is always refused as such.
+	switch {
+	case shape.tableGrowth:
+		return shape, ErrTableGrowth
+	case shape.startSection:
+		return shape, ErrStartSection
+	case shape.nonFuncImport:
+		return shape, ErrNotCommand
+	}
 	return shape, nil
 }
 
@@ -97,13 +108,70 @@ func scanImports(r *wasmReader, shape *moduleShape) error {
 	for n := r.u32(); n > 0 && r.err == nil; n-- {
 		r.name()
 		r.name()
-		switch kind := r.byte(); kind {
+		switch r.byte() {
 		case 0x00: // function: a type index
 			r.u32()
-		default:
+		case 0x01: // table: reference type, limits
+			if !r.referenceType() || !r.limits() {
+				return errMalformed
+			}
 			shape.nonFuncImport = true
-			return ErrNotCommand
+		case 0x02: // memory: limits
+			if !r.limits() {
+				return errMalformed
+			}
+			shape.nonFuncImport = true
+		case 0x03: // global: value type, mutability
+			if !r.valueType() {
+				return errMalformed
+			}
+			r.byte()
+			shape.nonFuncImport = true
+		default:
+			return errMalformed
 		}
+	}
+	return nil
+}
+
+// scanTypes records each function type's parameter count: parameters
+// are a function's first locals.
+func scanTypes(r *wasmReader, shape *moduleShape) error {
+	n := r.u32()
+	if n > MaxFunctions {
+		// Types are no cheaper to hold than functions.
+		return ErrTooManyFunctions
+	}
+	shape.typeParams = make([]uint32, 0, n)
+	for ; n > 0 && r.err == nil; n-- {
+		if r.byte() != 0x60 {
+			return errMalformed
+		}
+		params := r.u32()
+		for i := params; i > 0; i-- {
+			if !r.valueType() {
+				return errMalformed
+			}
+		}
+		for results := r.u32(); results > 0 && r.err == nil; results-- {
+			if !r.valueType() {
+				return errMalformed
+			}
+		}
+		shape.typeParams = append(shape.typeParams, params)
+	}
+	return nil
+}
+
+// scanFunctions records each defined function's type.
+func scanFunctions(r *wasmReader, shape *moduleShape) error {
+	n := r.u32()
+	if n > MaxFunctions {
+		return ErrTooManyFunctions
+	}
+	shape.functionTypes = make([]uint32, 0, n)
+	for ; n > 0 && r.err == nil; n-- {
+		shape.functionTypes = append(shape.functionTypes, r.u32())
 	}
 	return nil
 }
@@ -112,18 +180,11 @@ func scanImports(r *wasmReader, shape *moduleShape) error {
 // table's initial entries at instantiation, outside any grant.
 func scanTables(r *wasmReader, shape *moduleShape) error {
 	for n := r.u32(); n > 0 && r.err == nil; n-- {
-		switch r.byte() {
-		case 0x70, 0x6f: // funcref, externref
-		default:
+		if !r.referenceType() {
 			return errMalformed
 		}
-		flags := r.byte()
-		min := r.u32()
-		switch flags {
-		case 0x00:
-		case 0x01:
-			r.u32()
-		default:
+		min, ok := r.limitsMin()
+		if !ok {
 			return errMalformed
 		}
 		shape.tableEntries += uint64(min)
@@ -144,7 +205,7 @@ func scanCode(r *wasmReader, shape *moduleShape) error {
 		return ErrTooManyFunctions
 	}
 	shape.functions = int(n)
-	for ; n > 0; n-- {
+	for i := range int(n) {
 		size := int(r.u32())
 		if r.err != nil || size > len(r.b)-r.off {
 			return errMalformed
@@ -155,18 +216,26 @@ func scanCode(r *wasmReader, shape *moduleShape) error {
 		shape.maxBodyBytes = max(shape.maxBodyBytes, size)
 		body := &wasmReader{b: r.b[:r.off+size], off: r.off}
 		r.off += size
-		if err := scanBody(body, shape); err != nil {
+		if i >= len(shape.functionTypes) || int(shape.functionTypes[i]) >= len(shape.typeParams) {
+			// No type for the body: wazero refuses it too.
+			return errMalformed
+		}
+		params := shape.typeParams[shape.functionTypes[i]]
+		if err := scanBody(body, uint64(params), shape); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// scanBody reads one function body: its locals, then its instructions up
-// to the end that closes the function, which must be the body's last
-// byte.
-func scanBody(r *wasmReader, shape *moduleShape) error {
-	var locals uint64
+// scanBody reads one function body: its locals (after params
+// parameters), then its instructions up to the end that closes the
+// function, which must be the body's last byte.
+func scanBody(r *wasmReader, params uint64, shape *moduleShape) error {
+	locals := params
+	if locals > MaxLocals {
+		return ErrTooManyLocals
+	}
 	for groups := r.u32(); groups > 0 && r.err == nil; groups-- {
 		locals += uint64(r.u32())
 		if !r.valueType() {
@@ -177,7 +246,7 @@ func scanBody(r *wasmReader, shape *moduleShape) error {
 		}
 	}
 	shape.maxLocals = max(shape.maxLocals, locals)
-	depth, blocks := 0, 0
+	depth, blocks, nesting := 0, 0, 0
 	for r.err == nil && r.off < len(r.b) {
 		op := r.byte()
 		switch {
@@ -193,6 +262,7 @@ func scanBody(r *wasmReader, shape *moduleShape) error {
 			if blocks > MaxBlocksPerFunction {
 				return ErrTooManyBlocks
 			}
+			nesting = max(nesting, depth)
 			shape.maxNesting = max(shape.maxNesting, depth)
 			shape.maxBlocks = max(shape.maxBlocks, blocks)
 		case op == 0x0b: // end
@@ -200,6 +270,15 @@ func scanBody(r *wasmReader, shape *moduleShape) error {
 				// The function's own end: nothing may follow it.
 				if r.off != len(r.b) {
 					return errMalformed
+				}
+				shape.blockWork += uint64(blocks) * uint64(blocks)
+				if shape.blockWork > MaxBlockWork {
+					return ErrBlockWork
+				}
+				work := locals * uint64(nesting)
+				shape.variableWork += work
+				if work > MaxFunctionVariableWork || shape.variableWork > MaxVariableWork {
+					return ErrVariableWork
 				}
 				return nil
 			}
@@ -318,6 +397,37 @@ func (r *wasmReader) valueType() bool {
 	return false
 }
 
+// referenceType reads funcref or externref.
+func (r *wasmReader) referenceType() bool {
+	switch r.byte() {
+	case 0x70, 0x6f:
+		return r.err == nil
+	}
+	return false
+}
+
+// limitsMin reads limits (a flag, the minimum, and the maximum when the
+// flag says there is one) and returns the minimum. Flags 0x02 and 0x03
+// (shared memory) are read too, for an imported memory; the runtime
+// refuses them.
+func (r *wasmReader) limitsMin() (uint32, bool) {
+	flags := r.byte()
+	min := r.u32()
+	switch flags {
+	case 0x00, 0x02:
+	case 0x01, 0x03:
+		r.u32()
+	default:
+		return 0, false
+	}
+	return min, r.err == nil
+}
+
+func (r *wasmReader) limits() bool {
+	_, ok := r.limitsMin()
+	return ok
+}
+
 // blockType reads a block type: empty (0x40), one value type, or a type
 // index as a non-negative signed 33-bit LEB128.
 func (r *wasmReader) blockType() bool {
@@ -418,8 +528,10 @@ func (r *wasmReader) miscInstruction(shape *moduleShape) error {
 	case sub == 13 || sub == 16: // elem.drop, table.size
 		r.u32()
 	case sub == 15 || sub == 17: // table.grow, table.fill
+		// A table index; refused once the whole module is read (see
+		// scanModule).
+		r.u32()
 		shape.tableGrowth = true
-		return ErrTableGrowth
 	default:
 		return errMalformed
 	}

@@ -77,8 +77,8 @@ func TestGoGuestsPassTheModuleLimitsWithRoom(t *testing.T) {
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}
-			t.Logf("%d bytes, %d functions, largest body %d bytes, %d locals, nesting %d, %d blocks in one function, %d table entries",
-				len(m), s.Functions, s.MaxBodyBytes, s.MaxLocals, s.MaxNesting, s.MaxBlocks, s.TableEntries)
+			t.Logf("%d bytes, %d functions, largest body %d bytes, %d locals, nesting %d, %d blocks in one function, %d table entries, block work %d, variable work %d",
+				len(m), s.Functions, s.MaxBodyBytes, s.MaxLocals, s.MaxNesting, s.MaxBlocks, s.TableEntries, s.BlockWork, s.VariableWork)
 			// Room: each measure at most half its limit.
 			for _, c := range []struct {
 				what         string
@@ -91,6 +91,8 @@ func TestGoGuestsPassTheModuleLimitsWithRoom(t *testing.T) {
 				{"nesting", uint64(s.MaxNesting), guest.MaxBlockNesting},
 				{"blocks", uint64(s.MaxBlocks), guest.MaxBlocksPerFunction},
 				{"table entries", s.TableEntries, guest.MaxTableEntries},
+				{"block work", s.BlockWork, guest.MaxBlockWork},
+				{"variable work", s.VariableWork, guest.MaxVariableWork},
 			} {
 				if 2*c.measured > c.at {
 					t.Errorf("%s: %d, more than half the limit %d", c.what, c.measured, c.at)
@@ -104,6 +106,16 @@ func TestDeployRefusesModulesPastTheLimitsNamingTheLimit(t *testing.T) {
 	functions := make([][]byte, guest.MaxFunctions+1)
 	for i := range functions {
 		functions[i] = body(noLocals)
+	}
+	// Functions at the per-function limits, one more than the module's
+	// budget holds.
+	blockHeavy := make([][]byte, guest.MaxBlockWork/(guest.MaxBlocksPerFunction*guest.MaxBlocksPerFunction)+1)
+	for i := range blockHeavy {
+		blockHeavy[i] = body(noLocals, repeat(guest.MaxBlocksPerFunction, 0x02, 0x40, 0x0b)...)
+	}
+	variableHeavy := make([][]byte, guest.MaxVariableWork/(256*512)+1)
+	for i := range variableHeavy {
+		variableHeavy[i] = nestedLoops(256, 512)
 	}
 	tooLarge := concat(returnModule, anySection(0, concat(name("padding"), make([]byte, guest.MaxModuleBytes))))
 	for _, tc := range []struct {
@@ -125,6 +137,15 @@ func TestDeployRefusesModulesPastTheLimitsNamingTheLimit(t *testing.T) {
 			module: startBody(concat(repeat(guest.MaxBlockNesting+1, 0x02, 0x40), repeat(guest.MaxBlockNesting+1, 0x0b))...).bytes()},
 		{name: "more blocks in one function than the limit", want: guest.ErrTooManyBlocks, mention: strconv.Itoa(guest.MaxBlocksPerFunction),
 			module: startBody(repeat(guest.MaxBlocksPerFunction+1, 0x02, 0x40, 0x0b)...).bytes()},
+		{name: "functions whose blocks together pass the compile-work limit", want: guest.ErrBlockWork, mention: strconv.Itoa(guest.MaxBlockWork),
+			module: guestModule{bodies: blockHeavy}.bytes()},
+		{name: "a function whose locals times nesting pass the compile-work limit", want: guest.ErrVariableWork, mention: strconv.Itoa(guest.MaxFunctionVariableWork),
+			module: guestModule{bodies: [][]byte{nestedLoops(257, 512)}}.bytes()},
+		{name: "functions whose locals times nesting together pass the compile-work limit", want: guest.ErrVariableWork, mention: strconv.Itoa(guest.MaxVariableWork),
+			module: guestModule{bodies: variableHeavy}.bytes()},
+		{name: "parameters count as locals", want: guest.ErrTooManyLocals, mention: strconv.Itoa(guest.MaxLocals),
+			module: guestModule{types: [][]byte{concat([]byte{0x60}, uleb(guest.MaxLocals+1), repeat(guest.MaxLocals+1, 0x7f), []byte{0x00})},
+				typeOf: []byte{0x00, 0x01}, bodies: [][]byte{body(noLocals), body(noLocals)}}.bytes()},
 		{name: "more locals than the limit", want: guest.ErrTooManyLocals, mention: strconv.Itoa(guest.MaxLocals),
 			module: guestModule{bodies: [][]byte{body(concat([]byte{0x01}, uleb(guest.MaxLocals+1), []byte{0x7f}))}}.bytes()},
 		{name: "local counts that would overflow 32 bits", want: guest.ErrTooManyLocals, mention: strconv.Itoa(guest.MaxLocals),
@@ -165,10 +186,11 @@ func TestDeployRefusesModulesPastTheLimitsNamingTheLimit(t *testing.T) {
 
 func TestModulesAtTheLimitsPassTheScan(t *testing.T) {
 	for name, m := range map[string][]byte{
-		"blocks nested to the limit":     startBody(concat(repeat(guest.MaxBlockNesting, 0x02, 0x40), repeat(guest.MaxBlockNesting, 0x0b))...).bytes(),
-		"as many blocks as the limit":    startBody(repeat(guest.MaxBlocksPerFunction, 0x02, 0x40, 0x0b)...).bytes(),
-		"as many locals as the limit":    guestModule{bodies: [][]byte{body(concat([]byte{0x01}, uleb(guest.MaxLocals), []byte{0x7f}))}}.bytes(),
-		"tables that start at the limit": guestModule{tables: oneTable(guest.MaxTableEntries), bodies: [][]byte{body(noLocals)}}.bytes(),
+		"blocks nested to the limit":        startBody(concat(repeat(guest.MaxBlockNesting, 0x02, 0x40), repeat(guest.MaxBlockNesting, 0x0b))...).bytes(),
+		"as many blocks as the limit":       startBody(repeat(guest.MaxBlocksPerFunction, 0x02, 0x40, 0x0b)...).bytes(),
+		"as many locals as the limit":       guestModule{bodies: [][]byte{body(concat([]byte{0x01}, uleb(guest.MaxLocals), []byte{0x7f}))}}.bytes(),
+		"locals times nesting at the limit": guestModule{bodies: [][]byte{nestedLoops(256, 512)}}.bytes(),
+		"tables that start at the limit":    guestModule{tables: oneTable(guest.MaxTableEntries), bodies: [][]byte{body(noLocals)}}.bytes(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := guest.ScanModule(m); err != nil {

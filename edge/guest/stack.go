@@ -1,7 +1,6 @@
 package guest
 
 import (
-	"fmt"
 	"math"
 	"math/bits"
 	"runtime/debug"
@@ -28,11 +27,6 @@ import (
 // at once; see TestDeepRecursionStackCeiling. The ceiling adds room for
 // one frame of up to 56 MiB.
 const StackCeilingBytes = 256 << 20
-
-// ErrStackMemory: the machine's memory cannot hold the worst-case call
-// stacks of as many guests as the cells run at once (cells times
-// StackCeilingBytes).
-var ErrStackMemory = fmt.Errorf("guest: memory cannot hold a %d-byte call stack for every cell", StackCeilingBytes)
 
 // CheckCallStacks reports whether available bytes of memory hold the
 // worst-case call stacks of cells guests running at once: cells ·

@@ -92,6 +92,9 @@ func New(cfg Config) (_ *Node, err error) {
 	if err := cfg.setDefaults(settings.BudgetCeiling.WallTime); err != nil {
 		return nil, err
 	}
+	if err := checkCallStacks(cfg.Policy); err != nil {
+		return nil, err
+	}
 	// n is not the named result: a failing return nils that, and the
 	// undo steps below still need the node they undo.
 	n := &Node{cfg: cfg, provider: provider, allowedHosts: allowedHostSet(cfg.AllowedHosts)}
