@@ -166,7 +166,7 @@ ci:
 	done; echo "== ci: every step passed in $$(( $$(date +%s) - total ))s"
 
 # The test guests under edge/guest/testdata/guests, built as the tests
-# build them (guest.BuildGoGuest): GOOS=wasip1 GOARCH=wasm, -trimpath,
+# build them (edge/internal/guesttest.BuildGoGuest): GOOS=wasip1 GOARCH=wasm, -trimpath,
 # -buildvcs=false, outside the workspace. One toolchain gives the same
 # bytes on every run; the digests are printed for a release's
 # artifact_digest.

@@ -30,15 +30,6 @@ func ReleaseID(r Release) string {
 	return digestID(releasePrefix, b)
 }
 
-// RevisionID is the identity of one revision of a route: a digest of the
-// tenant, service, route, contract and function names, the release identity
-// and the canonical encoding of the normalized policy. The weight is left
-// out, so moving traffic between revisions keeps their identities.
-func RevisionID(tenant, service string, route Route, rev Revision) string {
-	n := normalizeRevision(rev)
-	return revisionID(tenant, service, &route, ReleaseID(n.Release), &n)
-}
-
 // revisionID expects rev already normalized.
 func revisionID(tenant, service string, route *Route, releaseID string, rev *Revision) string {
 	b := appendString(nil, revisionDomain)

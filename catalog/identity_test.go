@@ -19,7 +19,7 @@ func TestIdentitiesAreValidGeneratedIdentifiers(t *testing.T) {
 		d, _, _ := pin.Deployment(ts.Tenant, ts.Service)
 		for _, rt := range d.Routes {
 			for _, rev := range rt.Revisions {
-				for _, id := range []string{ReleaseID(rev.Release), RevisionID(d.Tenant, d.Service, rt, rev)} {
+				for _, id := range []string{ReleaseID(rev.Release), revisionIDOf(d.Tenant, d.Service, rt, rev)} {
 					assert.Len(t, id, IdentityBytes)
 					assert.True(t, policy.ValidIdentifier(id, policy.MinimumGeneratedIdentifierBytes), "identity %q is not a valid generated identifier", id)
 				}
@@ -35,7 +35,7 @@ func TestIdentitiesAreStable(t *testing.T) {
 	d := weighted("acme", "thumbs", 1)
 	rt := d.Routes[0]
 	assert.Equal(t, goldenReleaseID, ReleaseID(Release{ArtifactDigest: "sha256:3f6c", Version: "1.4.2"}), "release identity")
-	assert.Equal(t, goldenRevisionID, RevisionID("acme", "thumbs", rt, rt.Revisions[0]), "revision identity")
+	assert.Equal(t, goldenRevisionID, revisionIDOf("acme", "thumbs", rt, rt.Revisions[0]), "revision identity")
 }
 
 const (
@@ -46,19 +46,19 @@ const (
 func TestRevisionIdentityCoversNamesReleaseAndPolicyButNotWeight(t *testing.T) {
 	base := weighted("acme", "thumbs", 1)
 	rt, rev := base.Routes[0], base.Routes[0].Revisions[0]
-	id := RevisionID("acme", "thumbs", rt, rev)
+	id := revisionIDOf("acme", "thumbs", rt, rev)
 	heavier := rev
 	heavier.Weight = 99
-	assert.Equal(t, id, RevisionID("acme", "thumbs", rt, heavier), "the weight changed the revision identity")
+	assert.Equal(t, id, revisionIDOf("acme", "thumbs", rt, heavier), "the weight changed the revision identity")
 	reordered := rev
 	reordered.Policy.Features = []string{"threads", "simd"}
 	plus := rev
 	plus.Policy.Features = []string{"simd", "threads"}
-	assert.Equal(t, RevisionID("acme", "thumbs", rt, plus), RevisionID("acme", "thumbs", rt, reordered),
+	assert.Equal(t, revisionIDOf("acme", "thumbs", rt, plus), revisionIDOf("acme", "thumbs", rt, reordered),
 		"the order of features changed the revision identity")
-	assert.NotEqual(t, id, RevisionID("acme", "thumbs", rt, plus), "a feature kept the revision identity")
-	assert.NotEqual(t, id, RevisionID("globex", "thumbs", rt, rev), "the tenant kept the revision identity")
-	assert.NotEqual(t, id, RevisionID("acme", "render", rt, rev), "the service kept the revision identity")
+	assert.NotEqual(t, id, revisionIDOf("acme", "thumbs", rt, plus), "a feature kept the revision identity")
+	assert.NotEqual(t, id, revisionIDOf("globex", "thumbs", rt, rev), "the tenant kept the revision identity")
+	assert.NotEqual(t, id, revisionIDOf("acme", "render", rt, rev), "the service kept the revision identity")
 	for _, change := range []func(*Route){
 		func(r *Route) { r.Name = "crop" },
 		func(r *Route) { r.Contract = "img.v2" },
@@ -66,18 +66,27 @@ func TestRevisionIdentityCoversNamesReleaseAndPolicyButNotWeight(t *testing.T) {
 	} {
 		other := rt
 		change(&other)
-		assert.NotEqual(t, id, RevisionID("acme", "thumbs", other, rev), "a route field kept the revision identity")
+		assert.NotEqual(t, id, revisionIDOf("acme", "thumbs", other, rev), "a route field kept the revision identity")
 	}
 	release := rev
 	release.Release.Version = "2"
-	assert.NotEqual(t, id, RevisionID("acme", "thumbs", rt, release), "the release kept the revision identity")
+	assert.NotEqual(t, id, revisionIDOf("acme", "thumbs", rt, release), "the release kept the revision identity")
 	depth := rev
 	depth.Policy.CallDepthLimit = 5
-	assert.NotEqual(t, id, RevisionID("acme", "thumbs", rt, depth), "the call depth limit kept the revision identity")
+	assert.NotEqual(t, id, revisionIDOf("acme", "thumbs", rt, depth), "the call depth limit kept the revision identity")
 	unset := rev
 	unset.Policy.DeploymentCeiling.WallTime = policy.Optional[time.Duration]{}
-	assert.NotEqual(t, id, RevisionID("acme", "thumbs", rt, unset), "an omitted ceiling dimension kept the revision identity")
+	assert.NotEqual(t, id, revisionIDOf("acme", "thumbs", rt, unset), "an omitted ceiling dimension kept the revision identity")
 	// Field boundaries are length-prefixed: moving a byte between two
 	// adjacent names is a different identity.
-	assert.NotEqual(t, RevisionID("ab", "c", rt, rev), RevisionID("a", "bc", rt, rev), "tenant/service boundary is ambiguous")
+	assert.NotEqual(t, revisionIDOf("ab", "c", rt, rev), revisionIDOf("a", "bc", rt, rev), "tenant/service boundary is ambiguous")
+}
+
+// revisionIDOf is the identity of one revision of a route: a digest of the
+// tenant, service, route, contract and function names, the release identity
+// and the canonical encoding of the normalized policy. The weight is left
+// out, so moving traffic between revisions keeps their identities.
+func revisionIDOf(tenant, service string, route Route, rev Revision) string {
+	n := normalizeRevision(rev)
+	return revisionID(tenant, service, &route, ReleaseID(n.Release), &n)
 }

@@ -51,7 +51,7 @@ func TestResolveSplitFollowsWeights(t *testing.T) {
 	d, _, _ := pin.Deployment("acme", "thumbs")
 	index := map[string]int{}
 	for i, rev := range d.Routes[0].Revisions {
-		index[RevisionID("acme", "thumbs", d.Routes[0], rev)] = i
+		index[revisionIDOf("acme", "thumbs", d.Routes[0], rev)] = i
 	}
 	const keys = 100_000
 	counts := make([]int, len(weights))
@@ -76,7 +76,7 @@ func TestWeightZeroIsNeverSelected(t *testing.T) {
 			for i := range 2000 {
 				rev := mustResolve(t, c.Pin(), Target{"acme", "thumbs", "resize"}, fmt.Sprint(i))
 				for j, w := range weights {
-					if w == 0 && rev.Revision == RevisionID("acme", "thumbs", d.Routes[0], d.Routes[0].Revisions[j]) {
+					if w == 0 && rev.Revision == revisionIDOf("acme", "thumbs", d.Routes[0], d.Routes[0].Revisions[j]) {
 						t.Fatalf("weight-0 revision %d selected for key %d", j, i)
 					}
 				}

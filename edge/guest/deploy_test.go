@@ -12,6 +12,7 @@ import (
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/edge/guest"
+	"latent.dev/admission/edge/internal/guesttest"
 	"latent.dev/admission/node/cellpool"
 	"latent.dev/admission/node/pipeline"
 	"latent.dev/admission/node/runner"
@@ -363,9 +364,9 @@ func TestBuildGoGuestReportsACompileError(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir+"/go.mod", []byte("module broken\n\ngo 1.26.0\n"))
 	write(t, dir+"/main.go", []byte("package main\n\nfunc main() { undefined() }\n"))
-	err := guest.BuildGoGuest(context.Background(), dir, dir+"/out.wasm")
-	var be *guest.BuildError
-	if !errors.Is(err, guest.ErrBuild) || !errors.As(err, &be) || !bytes.Contains(be.Output, []byte("undefined")) {
+	err := guesttest.BuildGoGuest(context.Background(), dir, dir+"/out.wasm")
+	var be *guesttest.BuildError
+	if !errors.Is(err, guesttest.ErrBuild) || !errors.As(err, &be) || !bytes.Contains(be.Output, []byte("undefined")) {
 		t.Fatalf("BuildGoGuest: %v", err)
 	}
 	if _, err := os.Stat(dir + "/out.wasm"); !os.IsNotExist(err) {
@@ -375,7 +376,7 @@ func TestBuildGoGuestReportsACompileError(t *testing.T) {
 
 func TestBuildGoGuestIsReproducible(t *testing.T) {
 	out := t.TempDir() + "/again.wasm"
-	if err := guest.BuildGoGuest(context.Background(), "testdata/guests/uppercase", out); err != nil {
+	if err := guesttest.BuildGoGuest(context.Background(), "testdata/guests/uppercase", out); err != nil {
 		t.Fatal(err)
 	}
 	again, err := os.ReadFile(out)

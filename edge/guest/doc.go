@@ -15,8 +15,9 @@
 //	...
 //	p.Drain(); backend.Close(ctx)
 //
-// [BuildGoGuest] builds a Go main package into a guest with the standard
-// toolchain; `make guests` builds the test guests the same way.
+// The tests build Go main packages into guests with the standard
+// toolchain (edge/internal/guesttest); `make guests` builds them the same
+// way.
 //
 // # Artifacts
 //

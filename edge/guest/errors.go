@@ -38,9 +38,6 @@ var (
 	// ErrCellUncertain: Reset cannot vouch for a cell: a guest is still
 	// on it, or its instance did not close cleanly.
 	ErrCellUncertain = errors.New("guest: cell state uncertain after the guest")
-	// ErrBuild: BuildGoGuest's go build failed; the BuildError carries the
-	// compiler's output.
-	ErrBuild = errors.New("guest: go build of the guest failed")
 )
 
 // Errors for a module refused by a limit or a rule, before compiling.

@@ -13,6 +13,7 @@ import (
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/edge/guest"
+	"latent.dev/admission/edge/internal/guesttest"
 	"latent.dev/admission/policy"
 )
 
@@ -64,7 +65,7 @@ func setupShared(dir string) error {
 	ctx := context.Background()
 	start := time.Now()
 	wasm := filepath.Join(dir, "uppercase.wasm")
-	if err := guest.BuildGoGuest(ctx, filepath.Join("testdata", "guests", "uppercase"), wasm); err != nil {
+	if err := guesttest.BuildGoGuest(ctx, filepath.Join("testdata", "guests", "uppercase"), wasm); err != nil {
 		return err
 	}
 	shared.buildTime = time.Since(start)

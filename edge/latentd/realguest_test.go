@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"latent.dev/admission/edge/guest"
+	"latent.dev/admission/edge/internal/guesttest"
 )
 
 // These tests run latentd over real loopback HTTP with the real guest
@@ -42,7 +43,7 @@ var realGuestBuild struct {
 	err    error
 }
 
-// uppercaseGuest builds edge/guest's test guest with guest.BuildGoGuest
+// uppercaseGuest builds edge/guest's test guest with guesttest.BuildGoGuest
 // (the standard toolchain, GOOS=wasip1 GOARCH=wasm) the first time it is
 // asked for, and returns its bytes.
 func uppercaseGuest(t *testing.T) []byte {
@@ -57,8 +58,8 @@ func uppercaseGuest(t *testing.T) []byte {
 		defer os.RemoveAll(dir)
 		start := time.Now()
 		out := filepath.Join(dir, "uppercase.wasm")
-		if err := guest.BuildGoGuest(context.Background(), filepath.Join("..", "guest", "testdata", "guests", "uppercase"), out); err != nil {
-			var be *guest.BuildError
+		if err := guesttest.BuildGoGuest(context.Background(), filepath.Join("..", "guest", "testdata", "guests", "uppercase"), out); err != nil {
+			var be *guesttest.BuildError
 			if errors.As(err, &be) {
 				err = fmt.Errorf("%w\n%s", err, be.Output)
 			}

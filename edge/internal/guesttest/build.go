@@ -1,13 +1,21 @@
-package guest
+// Package guesttest builds Go guests for the edge's tests: the Go main
+// packages under edge/guest/testdata/guests, compiled as WASI commands
+// with the standard toolchain, as `make guests` builds them.
+package guesttest
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 )
+
+// ErrBuild is the error of a go build of a guest that failed; the
+// BuildError carries the compiler's output.
+var ErrBuild = errors.New("guesttest: go build of the guest failed")
 
 // BuildError is a failed BuildGoGuest: ErrBuild, and the go command's
 // combined output.
