@@ -157,8 +157,8 @@ func outcomeCases() []outcomeCase {
 			ask: ask{route: "upper", input: "!loop", fuel: roomyFuel, memory: 32 << 20, wall: 300 * time.Millisecond}, outcome: runner.DeadlineExceeded,
 			within: 5 * time.Second,
 			check: func(t *testing.T, rep runner.Report) {
-				if rep.Usage.WallTime < 250*time.Millisecond {
-					t.Errorf("stopped after %v, before the deadline", rep.Usage.WallTime)
+				if rep.Consumed.WallTime < 250*time.Millisecond {
+					t.Errorf("stopped after %v, before the deadline", rep.Consumed.WallTime)
 				}
 			}},
 		{name: "a Go guest sleeping for an hour is woken and interrupted at the deadline",
@@ -169,16 +169,16 @@ func outcomeCases() []outcomeCase {
 			within: 5 * time.Second,
 			check: func(t *testing.T, rep runner.Report) {
 				// 2e8 units at one per nanosecond: 200ms of execution.
-				if rep.Usage.CPUFuel != 200_000_000 || rep.Usage.WallTime < 200*time.Millisecond {
-					t.Errorf("usage %+v, want the whole grant burnt in at least 200ms", rep.Usage)
+				if rep.Consumed.CPUFuel != 200_000_000 || rep.Consumed.WallTime < 200*time.Millisecond {
+					t.Errorf("usage %+v, want the whole grant burnt in at least 200ms", rep.Consumed)
 				}
 			}},
 		{name: "a Go guest growing memory beyond the grant is memory-exhausted",
 			ask: ask{route: "upper", input: "!alloc", fuel: roomyFuel, memory: 16 << 20}, outcome: runner.MemoryExhausted,
 			within: 10 * time.Second,
 			check: func(t *testing.T, rep runner.Report) {
-				if rep.Usage.PeakMemoryBytes > 16<<20 || rep.Usage.PeakMemoryBytes < 8<<20 {
-					t.Errorf("peak memory %d, want up to the 16 MiB grant", rep.Usage.PeakMemoryBytes)
+				if rep.Consumed.PeakMemoryBytes > 16<<20 || rep.Consumed.PeakMemoryBytes < 8<<20 {
+					t.Errorf("peak memory %d, want up to the 16 MiB grant", rep.Consumed.PeakMemoryBytes)
 				}
 			}},
 		{name: "a Go guest writing beyond the response bound traps, with no output",
@@ -192,8 +192,8 @@ func outcomeCases() []outcomeCase {
 		{name: "a guest whose initial memory is over the grant never starts and is memory-exhausted",
 			ask: ask{route: "bigmem", fuel: roomyFuel, memory: 1 << 20}, outcome: runner.MemoryExhausted, within: 5 * time.Second,
 			check: func(t *testing.T, rep runner.Report) {
-				if rep.Usage.PeakMemoryBytes != 0 {
-					t.Errorf("peak memory %d, want nothing granted", rep.Usage.PeakMemoryBytes)
+				if rep.Consumed.PeakMemoryBytes != 0 {
+					t.Errorf("peak memory %d, want nothing granted", rep.Consumed.PeakMemoryBytes)
 				}
 			}},
 		{name: "a guest that traps on a refused memory.grow is memory-exhausted",
@@ -201,8 +201,8 @@ func outcomeCases() []outcomeCase {
 		{name: "a guest whose memory.grow fits the grant succeeds",
 			ask: ask{route: "grow", fuel: roomyFuel, memory: 8 << 20}, outcome: runner.Succeeded, within: 5 * time.Second,
 			check: func(t *testing.T, rep runner.Report) {
-				if rep.Usage.PeakMemoryBytes != 101*65536 {
-					t.Errorf("peak memory %d, want 101 pages", rep.Usage.PeakMemoryBytes)
+				if rep.Consumed.PeakMemoryBytes != 101*65536 {
+					t.Errorf("peak memory %d, want 101 pages", rep.Consumed.PeakMemoryBytes)
 				}
 			}},
 	}

@@ -73,7 +73,7 @@ func TestDeepRecursionStackCeiling(t *testing.T) {
 			}
 			allocated := after.TotalAlloc - before.TotalAlloc
 			t.Logf("one guest's unbounded recursion allocated %d bytes (%.1f MiB) in %v; the ceiling is %d",
-				allocated, float64(allocated)/(1<<20), rep.Usage.WallTime, uint64(guest.StackCeilingBytes))
+				allocated, float64(allocated)/(1<<20), rep.Consumed.WallTime, uint64(guest.StackCeilingBytes))
 			if allocated > guest.StackCeilingBytes {
 				t.Fatalf("allocated %d bytes, over StackCeilingBytes %d", allocated, uint64(guest.StackCeilingBytes))
 			}

@@ -13,7 +13,7 @@ type Report struct {
 	Outcome     Outcome
 	Disposition Disposition
 	Cell        cellpool.CellID
-	Usage       Usage
+	Consumed    Consumption
 	// Output is the guest's result for Succeeded and DeclaredError.
 	Output []byte
 }

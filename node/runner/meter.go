@@ -89,8 +89,8 @@ func (m *Meter) exhausted() (fuel, memory bool) {
 	return m.fuelOut, m.memoryOut
 }
 
-func (m *Meter) usage(wall time.Duration) Usage {
+func (m *Meter) consumption(wall time.Duration) Consumption {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return Usage{CPUFuel: m.fuel, PeakMemoryBytes: m.peak, WallTime: max(wall, 0)}
+	return Consumption{CPUFuel: m.fuel, PeakMemoryBytes: m.peak, WallTime: max(wall, 0)}
 }

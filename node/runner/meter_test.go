@@ -26,7 +26,7 @@ func TestMeterFuel(t *testing.T) {
 		if err := m.ChargeFuel(7); !errors.Is(err, ErrFuelExhausted) {
 			t.Fatalf("got %v", err)
 		}
-		if u := m.usage(0); u.CPUFuel != 10 {
+		if u := m.consumption(0); u.CPUFuel != 10 {
 			t.Fatalf("usage %d, want capped at the grant", u.CPUFuel)
 		}
 	})
@@ -59,7 +59,7 @@ func TestMeterMemory(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	m.ShrinkMemory(math.MaxUint64)
-	if u := m.usage(0); u.PeakMemoryBytes != 100 {
+	if u := m.consumption(0); u.PeakMemoryBytes != 100 {
 		t.Fatalf("peak %d", u.PeakMemoryBytes)
 	}
 	if err := m.GrowMemory(math.MaxUint64); !errors.Is(err, ErrMemoryExhausted) {
@@ -69,7 +69,7 @@ func TestMeterMemory(t *testing.T) {
 
 func TestMeterUsageNeverNegative(t *testing.T) {
 	m := newMeter(1, 1, time.Time{})
-	if u := m.usage(-time.Second); u.WallTime != 0 {
+	if u := m.consumption(-time.Second); u.WallTime != 0 {
 		t.Fatalf("wall %v after the clock went backwards", u.WallTime)
 	}
 }

@@ -94,8 +94,9 @@ func (d Disposition) String() string {
 	return "invalid-disposition"
 }
 
-// Usage is the finalized accounting of one execution.
-type Usage struct {
+// Consumption is what one execution consumed, finalized when the guest
+// stopped.
+type Consumption struct {
 	CPUFuel         uint64
 	PeakMemoryBytes uint64
 	// WallTime is the time from the start of execution to the guest's

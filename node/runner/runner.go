@@ -145,7 +145,7 @@ func (r *Runner) execute(ctx context.Context, exec *core.ExecutionPermit, lease 
 	start := r.clock.Now()
 	exit, stopped := runGuest(ctx, backend, guest)
 	end := r.clock.Now()
-	rep.Usage = meter.usage(end.Sub(start))
+	rep.Consumed = meter.consumption(end.Sub(start))
 	rep.Outcome = PlatformFailure
 	if stopped {
 		rep.Outcome = classify(exit, meter, ctx.Err() != nil, end)

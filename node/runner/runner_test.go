@@ -89,7 +89,7 @@ func TestAccountingStartsFromThePermit(t *testing.T) {
 		seen.Obligations.Backend != "wasm" || string(seen.Input) != "in" || seen.Cell != rep.Cell {
 		t.Fatalf("guest %+v, fuel %d", seen, fuel)
 	}
-	if rep.Usage.CPUFuel != 700 || rep.Usage.PeakMemoryBytes != 4000 || rep.Disposition != runner.Released {
+	if rep.Consumed.CPUFuel != 700 || rep.Consumed.PeakMemoryBytes != 4000 || rep.Disposition != runner.Released {
 		t.Fatalf("report %+v", rep)
 	}
 	if exec.Live() || lease.Held() {
