@@ -105,7 +105,7 @@ func TestTargetsThatDoNotResolve(t *testing.T) {
 		{"empty target", Target{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rev, err := pin.Resolve(tt.target, "k")
+			rev, _, err := pin.Resolve(tt.target, "k")
 			if !errors.Is(err, ErrNotResolved) || rev != nil {
 				t.Fatalf("Resolve = %+v, %v", rev, err)
 			}

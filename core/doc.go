@@ -13,7 +13,7 @@
 //
 // # Decision order
 //
-// [AdmissionController.AdmitNow] runs the decision table (docs/decision-table.md) in order, and the
+// [AdmissionController.Admit] runs the decision table (docs/decision-table.md) in order, and the
 // first failure is the answer:
 //
 //	 1 metadata entries, then bytes           invalid-argument

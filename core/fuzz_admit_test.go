@@ -328,8 +328,8 @@ func (fz *fuzzRun) step(t *testing.T, in *fuzzInput) {
 		fz.admitted(t, cp, cerr, mp, merr)
 	case 3:
 		req := fz.request(in)
-		cp, cerr := fz.coreCtl.AdmitNow(req)
-		mp, merr := fz.modelCtl.AdmitNow(req)
+		cp, cerr := fz.coreCtl.Admit(req)
+		mp, merr := fz.modelCtl.Admit(req)
 		fz.admitted(t, cp, cerr, mp, merr)
 	case 4:
 		if len(fz.permits) == 0 {

@@ -172,7 +172,7 @@ func (st *statusState) observe(next http.Handler) http.Handler {
 // ever shown; otherwise they are left empty.
 func (st *statusState) record(start time.Time, tenant, service, route, outcome string, status int) {
 	end := st.now()
-	if _, err := st.n.view.Load().pin.Resolve(catalog.Target{Tenant: tenant, Service: service, Route: route}, ""); err != nil {
+	if _, _, err := st.n.view.Load().pin.Resolve(catalog.Target{Tenant: tenant, Service: service, Route: route}, ""); err != nil {
 		tenant, service, route = "", "", ""
 	}
 	rec := outcomeRecord{at: end, tenant: tenant, service: service, route: route, outcome: outcome, status: status,

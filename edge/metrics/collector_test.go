@@ -109,7 +109,7 @@ func TestScrapeAfterAKnownSequence(t *testing.T) {
 	admit := func(req *core.AdmissionRequest) *core.AdmissionPermit {
 		t.Helper()
 		n.clock.set(at(10 * time.Millisecond))
-		p, err := n.controller.AdmitNow(req)
+		p, err := n.controller.Admit(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestScrapeAfterAKnownSequence(t *testing.T) {
 	reject := func(req *core.AdmissionRequest, now time.Duration, reason core.Reason) {
 		t.Helper()
 		n.clock.set(at(now))
-		_, err := n.controller.AdmitNow(req)
+		_, err := n.controller.Admit(req)
 		var e core.Error
 		if !errors.As(err, &e) || e.Reason() != reason {
 			t.Fatalf("got %v, want %s", err, reason)
@@ -265,7 +265,7 @@ func TestDistinctRejectedNamesAddNoSeries(t *testing.T) {
 		} else {
 			req.Revision.Service = fmt.Sprintf("svc-%d", i)
 		}
-		if _, err := n.controller.AdmitNow(req); err == nil {
+		if _, err := n.controller.Admit(req); err == nil {
 			t.Fatal("an unknown tenant or service was admitted")
 		}
 	}

@@ -138,7 +138,7 @@ func TestActivationOutcomesAfterAKnownSequence(t *testing.T) {
 
 	// Cancelled by its caller while running.
 	ctx, cancel := context.WithCancel(context.Background())
-	permit, err := n.controller.AdmitNow(request("acme"))
+	permit, err := n.controller.Admit(request("acme"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestQueueWaitHistogramAfterKnownWaits(t *testing.T) {
 		clock.set(t0.Add(at))
 		req := request("acme")
 		req.Priority = priority
-		permit, err := n.controller.AdmitNow(req)
+		permit, err := n.controller.Admit(req)
 		if err != nil {
 			t.Fatal(err)
 		}
