@@ -142,6 +142,24 @@ type permitState struct {
 // deadline is the effective deadline.
 func (s *permitState) deadline() time.Time { return s.admittedAt.Add(s.wall) }
 
+// Why this file uses unsafe, and the only file of the package that does:
+// a permit must be inert when zeroed, copied or overwritten, yet the
+// reservation of a permit its holder dropped or overwrote must still be
+// reclaimed. Every safe form breaks one of the two:
+//   - a pointer field from the permit to its state travels with a copy,
+//     so the copy would be live;
+//   - a pointer field from the block to itself (to recognise the
+//     original) keeps the block reachable from itself, and the runtime
+//     never runs the finalizer of an object in such a cycle;
+//   - a permit that is a handle into a table (an index and a
+//     generation) needs a table the collector cannot see through, so a
+//     dropped permit could never be found unreachable.
+// So the permit is the head of its block and holds its own address as a
+// number (self): only the original, at that address, matches it, and
+// the block stays collectable. state() converts the permit's address to
+// the block's; it is the same address, as the permit is the block's
+// first field.
+
 // state returns the permit's state, or nil for an inert permit.
 func (p *AdmissionPermit) state() *permitState {
 	if p == nil || p.self != uintptr(unsafe.Pointer(p)) {
