@@ -40,7 +40,7 @@ func basePolicy(t testing.TB) *policy.NodeAdmissionPolicy {
 // a RevisionHandle to an entry, as a route resolver would.
 type mapSource struct {
 	entries []*sourceEntry
-	looked  int // lookups by identity (RevisionPolicy, RevisionRecord)
+	looked  atomic.Int64 // lookups by identity (RevisionPolicy, RevisionRecord)
 }
 
 type sourceEntry struct {
@@ -71,7 +71,7 @@ func (s *mapSource) handle(rev policy.RevisionIdentity) *mapHandle {
 }
 
 func (s *mapSource) find(rev *policy.ResolvedRevision) *sourceEntry {
-	s.looked++
+	s.looked.Add(1)
 	for _, e := range s.entries {
 		if e.rev.RevisionIdentity == rev.RevisionIdentity {
 			return e

@@ -55,7 +55,7 @@ func TestHandles(t *testing.T) {
 				if tc.edit != nil {
 					tc.edit(&req.Revision)
 				}
-				f.source.looked = 0
+				f.source.looked.Store(0)
 				p, err := f.ctl.AdmitAt(req, at(0))
 				switch {
 				case tc.want == nil && err != nil:
@@ -73,8 +73,8 @@ func TestHandles(t *testing.T) {
 				if !withHandle && tc.want != errRevisionFunction && tc.want != errRevisionRoute {
 					looks = 1
 				}
-				if f.source.looked != looks {
-					t.Fatalf("handle %v: %d lookups, want %d", withHandle, f.source.looked, looks)
+				if got := f.source.looked.Load(); got != int64(looks) {
+					t.Fatalf("handle %v: %d lookups, want %d", withHandle, got, looks)
 				}
 			}
 		})
