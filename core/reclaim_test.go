@@ -144,7 +144,10 @@ var sinkBlock *permitBlock
 // BenchmarkLeakTracking is what tracking one permit for leak reclaim
 // costs on top of its allocation: a finalizer set at admission and
 // removed at release (impl=finalizer, the former design), against holding
-// it in the young table and clearing its slot (impl=young).
+// it in the young table and clearing its slot (impl=young), and against
+// runtime.AddCleanup at admission and Cleanup.Stop at release
+// (impl=cleanup, the plainest form: its argument, which must not be
+// reachable from the permit, is boxed, one more allocation per permit).
 func BenchmarkLeakTracking(b *testing.B) {
 	b.Run("impl=alloc-only", func(b *testing.B) {
 		b.ReportAllocs()
@@ -169,6 +172,20 @@ func BenchmarkLeakTracking(b *testing.B) {
 			blk := new(permitBlock)
 			y.hold(tk, blk)
 			y.forget(tk, blk)
+			sinkBlock = blk
+		}
+	})
+	b.Run("impl=cleanup", func(b *testing.B) {
+		type leak struct {
+			provider *LocalQuotaProvider
+			ticket   atomicledger.Ticket
+		}
+		var pr LocalQuotaProvider
+		b.ReportAllocs()
+		for b.Loop() {
+			blk := new(permitBlock)
+			c := runtime.AddCleanup(&blk.permit, func(l leak) { l.provider.ledger.Release(l.ticket) }, leak{&pr, blk.state.ticket})
+			c.Stop()
 			sinkBlock = blk
 		}
 	})
