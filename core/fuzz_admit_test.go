@@ -267,8 +267,9 @@ func (fz *fuzzRun) publish(t *testing.T, s core.LoadSample) {
 
 func (fz *fuzzRun) request(in *fuzzInput) *core.AdmissionRequest {
 	rev := choose(in, fz.revisions...)
-	own := fz.handleOf(rev.RevisionIdentity) // what the resolver handed out with it
-	if in.byte() >= 200 {                    // one field of the tuple replaced
+	// own is what the resolver handed out with the identity.
+	own := fz.handleOf(rev.RevisionIdentity)
+	if in.byte() >= 200 { // one field of the tuple replaced
 		field := choose(in, &rev.Tenant, &rev.Service, &rev.Route, &rev.Contract, &rev.Function, &rev.Revision, &rev.Release)
 		*field = in.raw()
 	}
