@@ -37,9 +37,10 @@ type Handle struct {
 }
 
 // RevisionIdentity is the identity of the revision h refers to; the zero
-// identity for a nil h.
+// identity for a nil or zero h, which refers to nothing and which no pin
+// recognises.
 func (h *Handle) RevisionIdentity() policy.RevisionIdentity {
-	if h == nil {
+	if h == nil || h.rev == nil {
 		return policy.RevisionIdentity{}
 	}
 	return h.rev.identity

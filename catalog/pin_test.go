@@ -374,6 +374,7 @@ func TestOwnRecord(t *testing.T) {
 		"a newer pin of the same catalog": {newer, handle},
 		"another catalog's handle":        {pin, foreign},
 		"a nil handle":                    {pin, (*Handle)(nil)},
+		"a zero handle":                   {pin, &Handle{}},
 		"no handle":                       {pin, nil},
 		"a value of another type":         {pin, rev},
 		"a nil pin":                       {none, handle},
@@ -382,7 +383,7 @@ func TestOwnRecord(t *testing.T) {
 			t.Errorf("%s: recognised", name)
 		}
 	}
-	if (*Handle)(nil).RevisionIdentity() != (policy.RevisionIdentity{}) {
-		t.Error("a nil handle names an identity")
+	if (*Handle)(nil).RevisionIdentity() != (policy.RevisionIdentity{}) || (&Handle{}).RevisionIdentity() != (policy.RevisionIdentity{}) {
+		t.Error("a nil or zero handle names an identity")
 	}
 }
