@@ -99,13 +99,13 @@ func newEnv(b testing.TB, tenantLimit uint64, cpu float64) *env {
 	ledger := e.ledger.Controller(core.ControllerConfig{Source: e.pin, Load: e.load})
 	naive := e.naive.Controller(e.pin, e.load, nil)
 	e.impls = []impl{
-		implOf[*core.AdmissionPermit, *core.ExecutionPermit]("ledger", ledger.AdmitNow),
-		implOf[*model.Permit, *model.Permit]("naive", naive.AdmitNow),
+		implOf[*core.AdmissionPermit, *core.ExecutionPermit]("ledger", ledger.Admit),
+		implOf[*model.Permit, *model.Permit]("naive", naive.Admit),
 	}
 	return e
 }
 
-// implOf wraps an implementation's AdmitNow, whatever its permit types.
+// implOf wraps an implementation's Admit, whatever its permit types.
 func implOf[P interface {
 	Release() bool
 	StartExecution() (X, error)
@@ -137,7 +137,7 @@ func implOf[P interface {
 // request resolves target through the pin, as an adapter would.
 func (e *env) request(b testing.TB, tenant, subject string, target catalog.Target) core.AdmissionRequest {
 	b.Helper()
-	rev, err := e.pin.Resolve(target, "routing-key-1")
+	rev, handle, err := e.pin.Resolve(target, "routing-key-1")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -145,6 +145,7 @@ func (e *env) request(b testing.TB, tenant, subject string, target catalog.Targe
 		ActivationID:    "act-1",
 		Principal:       core.Principal{Kind: policy.UserPrincipal, Subject: subject, Tenant: tenant},
 		Revision:        *rev,
+		Handle:          handle,
 		RequestedBudget: policy.Budget{CPUFuel: 1_000_000, MemoryBytes: 8 << 20},
 		PayloadBytes:    1024,
 		Priority:        3,

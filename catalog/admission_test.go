@@ -53,17 +53,17 @@ func TestAdmissionWorksWithTheStoreRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	pin := reopened.Pin()
-	rev, err := pin.Resolve(catalog.Target{Tenant: "acme", Service: "thumbs", Route: "resize"}, "k")
+	rev, handle, err := pin.Resolve(catalog.Target{Tenant: "acme", Service: "thumbs", Route: "resize"}, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctl := provider.Controller(core.ControllerConfig{Source: pin, Load: load, Clock: stoppedClock{now}})
 	req := &core.AdmissionRequest{
 		ActivationID: "a", Principal: core.Principal{Kind: policy.UserPrincipal, Subject: "alice", Tenant: "acme"},
-		Revision: *rev, RequestedBudget: policy.Budget{CPUFuel: 1000, MemoryBytes: 1 << 20}, PayloadBytes: 10, Priority: 1,
+		Revision: *rev, Handle: handle, RequestedBudget: policy.Budget{CPUFuel: 1000, MemoryBytes: 1 << 20}, PayloadBytes: 10, Priority: 1,
 	}
 	allocs := testing.AllocsPerRun(100, func() {
-		p, err := ctl.AdmitNow(req)
+		p, err := ctl.Admit(req)
 		if err != nil {
 			t.Fatal(err)
 		}

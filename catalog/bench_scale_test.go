@@ -43,7 +43,7 @@ func BenchmarkPinResolve(b *testing.B) {
 			target := Target{"tenant-00007", "svc", "resize"}
 			b.ReportAllocs()
 			for b.Loop() {
-				_, _ = c.Pin().Resolve(target, "user-42")
+				_, _, _ = c.Pin().Resolve(target, "user-42")
 			}
 		})
 	}

@@ -50,7 +50,7 @@ func BenchmarkResolve(b *testing.B) {
 	target := Target{"tenant-7", "svc", "resize"}
 	b.ReportAllocs()
 	for b.Loop() {
-		_, _ = pin.Resolve(target, "user-42")
+		_, _, _ = pin.Resolve(target, "user-42")
 	}
 }
 

@@ -3,6 +3,7 @@ package catalog
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/policy"
@@ -40,16 +41,6 @@ func (d *deployment) route(name string) *route {
 	return nil
 }
 
-// first returns the deployment's first revision, or nil if it has none.
-func (d *deployment) first() *revision {
-	for i := range d.routes {
-		if len(d.routes[i].revisions) != 0 {
-			return &d.routes[i].revisions[0]
-		}
-	}
-	return nil
-}
-
 type route struct {
 	name       string
 	contract   string
@@ -76,6 +67,11 @@ type revision struct {
 	// verifies a request against; a permit points to it rather than
 	// copying it.
 	identity policy.RevisionIdentity
+	// requirements is admission's slot for the node requirements it
+	// derives from spec.Policy (core's requirements, with the provider
+	// they were derived for). It is the one field written after the
+	// revision is published; nothing in this package reads it.
+	requirements atomic.Value
 }
 
 // compileDeployment validates d and builds its immutable compiled form.

@@ -76,17 +76,25 @@
 // the hash of (tenant, service) from the request, the route by name (a
 // comparison of each of a few names, a map past eight), a scan of the
 // route's few revision IDs, then field comparisons of contract,
-// function, release and generation. A pin remembers, in 64 atomic slots
-// keyed by the address of the revision ID's bytes, the revisions it
-// verified for requests whose strings are its own (as Resolve hands them
-// out); such a request verifies by comparing its identity with the
-// cached one field by field, equal addresses at once. A hit needs the
-// whole identity equal, so the cache changes no answer. It allocates
-// nothing, blocks on nothing, touches no file and compiles nothing; the
-// returned policy is shared and immutable. [Pin.VerifiedRevision] also
-// returns the pin's copy of the identity, which a permit points to, and
-// on a miss the identity that matched the request furthest, whose equal
-// fields admission then need not scan.
+// function, release and generation. It allocates nothing, blocks on
+// nothing, touches no file and compiles nothing; the returned policy is
+// shared and immutable. [Pin.RevisionRecord] is the same lookup returning
+// the pin's whole record of the revision: its identity (which a permit
+// points to), its policy and the slot in which admission keeps the node
+// requirements it derives from the policy, once per record and provider.
+//
+// # Handles
+//
+// [Pin.Resolve] returns, beside the identity, a [Handle]: the pin and its
+// record of the revision, made in the same allocation. An adapter puts it
+// in core.AdmissionRequest.Handle. [Pin.OwnRecord] recognises a handle by
+// comparing its pin with itself, nothing more, so only the pin that
+// resolved it answers for it; admission then takes the record as verified
+// if the request's identity is still the record's (one ==). A handle of
+// another pin, of the same catalog or not, is not recognised, and the
+// request is verified by the lookup above: a revision resolved through an
+// older pin of a deployment that has not changed since is still admitted,
+// on that path.
 //
 // # Resolution
 //

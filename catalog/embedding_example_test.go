@@ -12,8 +12,8 @@ import (
 
 // Example_embedding is the whole flow of a node: one provider for the
 // node's policy, a catalog, and for each request a pin, a resolution with
-// the request's routing key, a controller over that pin, then admit,
-// start and release.
+// the request's routing key (an identity and a handle), a controller over
+// that pin, then admit, start and release.
 func Example_embedding() {
 	// Once per node: the policy (validated before anything is kept), the
 	// load state a trusted sampler publishes into, and the catalog.
@@ -39,17 +39,20 @@ func Example_embedding() {
 	}
 	node := provider.Controller(core.ControllerConfig{Load: load})
 
-	// Per request: resolve and admit against the same pin.
+	// Per request: resolve and admit against the same pin. The handle is
+	// the pin's own record of the revision: admission through the same
+	// pin takes it as verified while the identity is unchanged.
 	pin := deployments.Pin()
-	revision, err := pin.Resolve(catalog.Target{Tenant: "acme", Service: "thumbs", Route: "resize"}, "user-42")
+	revision, handle, err := pin.Resolve(catalog.Target{Tenant: "acme", Service: "thumbs", Route: "resize"}, "user-42")
 	if err != nil {
 		fmt.Println(core.ErrRevisionNotAvailable) // what the caller sees
 		return
 	}
-	permit, err := node.WithPolicySource(pin).AdmitNow(&core.AdmissionRequest{
+	permit, err := node.WithPolicySource(pin).Admit(&core.AdmissionRequest{
 		ActivationID:    "act-7",
 		Principal:       core.Principal{Kind: policy.UserPrincipal, Subject: "alice", Tenant: "acme"},
 		Revision:        *revision,
+		Handle:          handle,
 		RequestedBudget: policy.Budget{CPUFuel: 500_000_000, MemoryBytes: 16 << 20},
 		PayloadBytes:    2048,
 		Priority:        3,

@@ -49,7 +49,7 @@ func Example() {
 	}
 	pin := c.Pin() // admission's policy source, e.g. controller.WithPolicySource(pin)
 
-	rev, err := pin.Resolve(catalog.Target{Tenant: "acme", Service: "thumbs", Route: "resize"}, "user-42")
+	rev, _, err := pin.Resolve(catalog.Target{Tenant: "acme", Service: "thumbs", Route: "resize"}, "user-42")
 	if err != nil {
 		panic(err)
 	}
@@ -76,7 +76,7 @@ func Example() {
 	defer reopened.Close()
 	fmt.Println("reopened at generation", reopened.Generation())
 
-	_, err = reopened.Pin().Resolve(catalog.Target{Tenant: "acme", Service: "thumbs", Route: "crop"}, "user-42")
+	_, _, err = reopened.Pin().Resolve(catalog.Target{Tenant: "acme", Service: "thumbs", Route: "crop"}, "user-42")
 	fmt.Println(errors.Is(err, catalog.ErrNotResolved))
 	// Output:
 	// generation 1 call depth 4 true

@@ -59,7 +59,7 @@ func mustDeploy(t testing.TB, c *Catalog, d Deployment) uint64 {
 
 func mustResolve(t testing.TB, p *Pin, target Target, key string) *policy.ResolvedRevision {
 	t.Helper()
-	rev, err := p.Resolve(target, key)
+	rev, _, err := p.Resolve(target, key)
 	require.NoError(t, err, "Resolve(%v, %q)", target, key)
 	return rev
 }
@@ -97,7 +97,7 @@ func snapshotView(t testing.TB, p *Pin) view {
 			target := Target{Tenant: ts.Tenant, Service: ts.Service, Route: rt.Name}
 			for k := range 64 {
 				key := target.Tenant + "/" + target.Service + "/" + target.Route + "/" + string(rune('A'+k))
-				rev, err := p.Resolve(target, key)
+				rev, _, err := p.Resolve(target, key)
 				if err != nil {
 					v.Resolved[key] = nil
 					continue

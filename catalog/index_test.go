@@ -244,7 +244,7 @@ func TestCatalogAnswersLikeAMap(t *testing.T) {
 				target := Target{k.Tenant, k.Service, route}
 				for q := range 5 {
 					key := fmt.Sprintf("user-%d", q)
-					rev, err := p.Resolve(target, key)
+					rev, _, err := p.Resolve(target, key)
 					id, release, g, ok := "", "", uint64(0), false
 					if in {
 						id, release, g, ok = referenceResolve(e.d, e.g, target, key)

@@ -3,17 +3,17 @@ package catalog
 import (
 	"sort"
 	"sync/atomic"
-	"unsafe"
 
 	"latent.dev/admission/policy"
 )
 
 // Pin is an immutable view of a catalog at one generation: the route
 // resolver and the revision policy source at once. Nothing reachable from
-// a Pin is ever written after it is published (but for a small cache of
-// verified revisions, which changes no answer), so a Pin may be shared by
-// any number of goroutines without locks, and it keeps serving exactly its
-// deployments however the catalog changes later. It holds no file.
+// a Pin is ever written after it is published (but for each revision's
+// requirements slot, which admission fills and which changes no answer),
+// so a Pin may be shared by any number of goroutines without locks, and
+// it keeps serving exactly its deployments however the catalog changes
+// later. It holds no file.
 //
 // A Pin is a trusted, process-local capability: it is not serializable,
 // and an embedding program that keeps old pins keeps their deployments in
@@ -22,25 +22,35 @@ type Pin struct {
 	generation uint64
 	index      index
 	usage      Usage
-	verified   verifiedCache
 }
 
-// verifiedCache remembers revisions this pin verified for requests whose
-// identity strings are the pin's own (as [Pin.Resolve] hands them out),
-// by the address of the revision ID's bytes. A request resolved through
-// the pin then verifies by comparing its identity with the cached
-// revision's, field by field (equal strings that share their bytes
-// compare at once), instead of hashing its way down the trie. A hit
-// requires the whole identity to be equal, and a pin holds at most one
-// revision per identity, so the cache never changes an answer; a
-// request whose strings are its own copies always takes the full path
-// and fills nothing, so it cannot make the cache churn.
-type verifiedCache [verifiedSlots]atomic.Pointer[revision]
+// Handle refers to the pin's own record of the revision [Pin.Resolve]
+// picked: its identity, its typed policy and its requirements slot. It
+// satisfies core.RevisionHandle: an adapter puts it in the request beside
+// the identity, and a controller bound to the same pin then takes the
+// record as verified, as long as the request's identity is still the
+// record's. Only Resolve makes one, and only the pin that made it
+// recognises it (see [Pin.OwnRecord]).
+type Handle struct {
+	pin *Pin
+	rev *revision
+}
 
-const verifiedSlots = 64
+// RevisionIdentity is the identity of the revision h refers to; the zero
+// identity for a nil or zero h, which refers to nothing and which no pin
+// recognises.
+func (h *Handle) RevisionIdentity() policy.RevisionIdentity {
+	if h == nil || h.rev == nil {
+		return policy.RevisionIdentity{}
+	}
+	return h.rev.identity
+}
 
-func (c *verifiedCache) slot(id string) *atomic.Pointer[revision] {
-	return &c[uintptr(unsafe.Pointer(unsafe.StringData(id)))>>4%verifiedSlots]
+// resolution is what one Resolve allocates: the identity it returns and
+// the handle beside it, in one object.
+type resolution struct {
+	revision policy.ResolvedRevision
+	handle   Handle
 }
 
 // lookup returns the deployment of (tenant, service), or nil.
@@ -87,34 +97,31 @@ func (p *Pin) Deployments() []DeploymentKey {
 // never. The same key resolves to the same revision for as long as the
 // deployment is unchanged, in every process. It returns [ErrNotResolved]
 // when there is no such deployment or route, or the weights sum to zero.
-func (p *Pin) Resolve(target Target, routingKey string) (*policy.ResolvedRevision, error) {
+//
+// Beside the identity it returns a [Handle] to the pin's record of the
+// revision, for the request's Handle field: admission through this pin
+// then skips verifying the identity field by field. Both are one
+// allocation.
+func (p *Pin) Resolve(target Target, routingKey string) (*policy.ResolvedRevision, *Handle, error) {
 	dep := p.lookup(target.Tenant, target.Service)
 	if dep == nil {
-		return nil, ErrNotResolved
+		return nil, nil, ErrNotResolved
 	}
 	rt := dep.route(target.Route)
 	if rt == nil {
-		return nil, ErrNotResolved
+		return nil, nil, ErrNotResolved
 	}
 	total := rt.totalWeight()
 	if total == 0 {
-		return nil, ErrNotResolved
+		return nil, nil, ErrNotResolved
 	}
 	point := RoutingHash(routingKey) % total
 	// The first revision whose cumulative weight passes the point; a
 	// weight-0 revision repeats its predecessor's sum and is never first.
 	j := sort.Search(len(rt.cumulative), func(k int) bool { return rt.cumulative[k] > point })
 	rev := &rt.revisions[j]
-	return &policy.ResolvedRevision{RevisionIdentity: policy.RevisionIdentity{
-		Tenant:     dep.tenant,
-		Service:    dep.service,
-		Route:      rt.name,
-		Contract:   rt.contract,
-		Function:   rt.function,
-		Revision:   rev.id,
-		Release:    rev.releaseID,
-		Generation: dep.generation,
-	}}, nil
+	r := &resolution{revision: policy.ResolvedRevision{RevisionIdentity: rev.identity}, handle: Handle{pin: p, rev: rev}}
+	return &r.revision, &r.handle, nil
 }
 
 // RevisionPolicy returns the typed policy of rev if the pin holds a
@@ -130,100 +137,57 @@ func (p *Pin) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionPoli
 	return nil, false
 }
 
-// VerifiedRevision is [Pin.RevisionPolicy] that also returns the pin's
-// own copy of the identity it verified rev against, equal to rev's field
-// by field. Both are shared, never change, and must not be modified. It
-// makes the pin a core.ValidatedRevisionSource: every identity a pin
-// holds obeys the identifier character rules, because a deployment is
-// validated when it is compiled and generated identities are hex.
-//
-// When the pin does not hold rev, the policy is nil and the identity is
-// the pin's identity that shares the most leading fields with rev (the
-// same deployment, then the same route, then the same revision ID), or
-// nil when no deployment matches: admission need not scan a field of rev
-// that equals it.
-func (p *Pin) VerifiedRevision(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, *policy.RevisionIdentity, bool) {
-	r, near := p.verifyNear(rev)
-	switch {
-	case r != nil:
-		return &r.spec.Policy, &r.identity, true
-	case near != nil:
-		return nil, &near.identity, false
+// RevisionRecord is [Pin.RevisionPolicy] that returns the pin's whole
+// record of rev: its identity (equal to rev's field by field), its policy
+// and its requirements slot, which admission fills. All are shared and
+// never change (but for the slot); none may be modified. With
+// [Pin.OwnRecord] it makes the pin a core.RecordSource.
+func (p *Pin) RevisionRecord(rev *policy.ResolvedRevision) (*policy.RevisionIdentity, *policy.RevisionPolicy, *atomic.Value, bool) {
+	if r := p.verify(rev); r != nil {
+		return &r.identity, &r.spec.Policy, &r.requirements, true
 	}
-	return nil, nil, false
+	return nil, nil, nil, false
+}
+
+// OwnRecord returns the record h refers to when h is a [*Handle] this
+// pin's Resolve made, found by comparing h's pin with p: no lookup and no
+// hash. Any other h, a handle of another pin of the same catalog
+// included, answers false, and admission then verifies the request's
+// identity with [Pin.RevisionRecord].
+func (p *Pin) OwnRecord(h any) (*policy.RevisionIdentity, *policy.RevisionPolicy, *atomic.Value, bool) {
+	if own, ok := h.(*Handle); ok && own != nil && own.pin == p && p != nil {
+		r := own.rev
+		return &r.identity, &r.spec.Policy, &r.requirements, true
+	}
+	return nil, nil, nil, false
 }
 
 // verify returns the pin's revision whose whole identity tuple is rev's,
 // or nil.
 func (p *Pin) verify(rev *policy.ResolvedRevision) *revision {
-	r, _ := p.verifyNear(rev)
-	return r
-}
-
-// verifyNear is verify that, on a miss, also returns lookupRevision's
-// nearest revision.
-func (p *Pin) verifyNear(rev *policy.ResolvedRevision) (r, near *revision) {
 	if p == nil || rev == nil {
-		return nil, nil
+		return nil
 	}
-	slot := p.verified.slot(rev.Revision)
-	if r := slot.Load(); r != nil && sameIdentity(&r.identity, &rev.RevisionIdentity) {
-		return r, nil
-	}
-	r, near = p.lookupRevision(rev)
-	if r != nil && unsafe.StringData(rev.Revision) == unsafe.StringData(r.id) && slot.Load() != r {
-		slot.Store(r)
-	}
-	return r, near
-}
-
-// sameIdentity is a == b, comparing each string's address and length
-// first: the identities a resolved request carries share the pin's bytes.
-func sameIdentity(a, b *policy.RevisionIdentity) bool {
-	return a.Generation == b.Generation && sameString(a.Revision, b.Revision) && sameString(a.Release, b.Release) &&
-		sameString(a.Tenant, b.Tenant) && sameString(a.Service, b.Service) && sameString(a.Route, b.Route) &&
-		sameString(a.Contract, b.Contract) && sameString(a.Function, b.Function)
-}
-
-func sameString(a, b string) bool {
-	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
-}
-
-// lookupRevision is verify without the cache. On a miss it also returns
-// the revision whose identity matched rev furthest: one of the same
-// deployment, then of the same route, then the one with rev's revision
-// ID (whose release differs); nil when no deployment matches.
-func (p *Pin) lookupRevision(rev *policy.ResolvedRevision) (r, near *revision) {
 	dep := p.lookup(rev.Tenant, rev.Service)
-	if dep == nil {
-		return nil, nil
-	}
-	near = dep.first()
-	if dep.generation != rev.Generation {
-		return nil, near
+	if dep == nil || dep.generation != rev.Generation {
+		return nil
 	}
 	// The route by its short name, then the revision by comparing IDs
 	// within it: a route holds a handful of revisions with distinct IDs,
 	// and comparing a 68-byte ID costs less than hashing it.
 	rt := dep.route(rev.Route)
-	if rt == nil {
-		return nil, near
-	}
-	if len(rt.revisions) != 0 {
-		near = &rt.revisions[0]
-	}
-	if rt.contract != rev.Contract || rt.function != rev.Function {
-		return nil, near
+	if rt == nil || rt.contract != rev.Contract || rt.function != rev.Function {
+		return nil
 	}
 	for j := range rt.revisions {
 		if r := &rt.revisions[j]; r.id == rev.Revision {
 			if r.releaseID != rev.Release {
-				return nil, r
+				return nil
 			}
-			return r, nil
+			return r
 		}
 	}
-	return nil, near
+	return nil
 }
 
 // RoutingHash is the stable 64-bit hash that places a routing key on a

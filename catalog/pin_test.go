@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"testing"
 
@@ -22,31 +21,27 @@ func TestRevisionPolicyRejectsEveryTupleFieldMismatch(t *testing.T) {
 	if _, ok := pin.RevisionPolicy(good); !ok {
 		t.Fatal("the unmodified tuple is rejected")
 	}
-	// shared is how many identity fields the nearest identity the pin
-	// returns on a miss has in common with the tampered tuple (0: none is
-	// returned, no deployment matches).
 	tests := []struct {
 		name   string
 		tamper func(r *policy.ResolvedRevision)
-		shared int
 	}{
-		{"tenant differs", func(r *policy.ResolvedRevision) { r.Tenant = "globex" }, 0},
-		{"service differs", func(r *policy.ResolvedRevision) { r.Service = "render" }, 0},
-		{"route differs (an existing route)", func(r *policy.ResolvedRevision) { r.Route = "crop" }, 4},
-		{"route differs (no such route)", func(r *policy.ResolvedRevision) { r.Route = "rotate" }, 6},
-		{"contract differs", func(r *policy.ResolvedRevision) { r.Contract = "img.v2" }, 6},
-		{"function differs", func(r *policy.ResolvedRevision) { r.Function = "crop" }, 6},
-		{"revision differs", func(r *policy.ResolvedRevision) { r.Revision = flipLast(r.Revision) }, 6},
+		{"tenant differs", func(r *policy.ResolvedRevision) { r.Tenant = "globex" }},
+		{"service differs", func(r *policy.ResolvedRevision) { r.Service = "render" }},
+		{"route differs (an existing route)", func(r *policy.ResolvedRevision) { r.Route = "crop" }},
+		{"route differs (no such route)", func(r *policy.ResolvedRevision) { r.Route = "rotate" }},
+		{"contract differs", func(r *policy.ResolvedRevision) { r.Contract = "img.v2" }},
+		{"function differs", func(r *policy.ResolvedRevision) { r.Function = "crop" }},
+		{"revision differs", func(r *policy.ResolvedRevision) { r.Revision = flipLast(r.Revision) }},
 		{"revision differs (a revision of the other route)", func(r *policy.ResolvedRevision) {
 			r.Revision = mustResolve(t, pin, Target{"acme", "thumbs", "crop"}, "k").Revision
-		}, 6},
+		}},
 		{"release differs", func(r *policy.ResolvedRevision) {
 			r.Release = ReleaseID(Release{ArtifactDigest: "sha256:0a", Version: "9"})
-		}, 6},
-		{"generation is older", func(r *policy.ResolvedRevision) { r.Generation-- }, 7},
-		{"generation is newer", func(r *policy.ResolvedRevision) { r.Generation++ }, 7},
-		{"tenant differs only in case", func(r *policy.ResolvedRevision) { r.Tenant = "Acme" }, 0},
-		{"empty tuple", func(r *policy.ResolvedRevision) { *r = policy.ResolvedRevision{} }, 0},
+		}},
+		{"generation is older", func(r *policy.ResolvedRevision) { r.Generation-- }},
+		{"generation is newer", func(r *policy.ResolvedRevision) { r.Generation++ }},
+		{"tenant differs only in case", func(r *policy.ResolvedRevision) { r.Tenant = "Acme" }},
+		{"empty tuple", func(r *policy.ResolvedRevision) { *r = policy.ResolvedRevision{} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,44 +50,26 @@ func TestRevisionPolicyRejectsEveryTupleFieldMismatch(t *testing.T) {
 			if p, ok := pin.RevisionPolicy(&rev); ok || p != nil {
 				t.Fatalf("tampered tuple %+v accepted", rev)
 			}
-			p, near, ok := pin.VerifiedRevision(&rev)
-			if ok || p != nil {
-				t.Fatalf("tampered tuple %+v verified", rev)
-			}
-			if tt.shared == 0 {
-				if near != nil {
-					t.Fatalf("no deployment matches, yet the pin returned %+v", near)
-				}
-				return
-			}
-			if near == nil {
-				t.Fatal("no nearest identity")
-			}
-			// The nearest identity is one the pin holds: it verifies as
-			// itself, and it is the pin's own copy.
-			if _, self, ok := pin.VerifiedRevision(&policy.ResolvedRevision{RevisionIdentity: *near}); !ok || self != near {
-				t.Fatalf("the nearest identity %+v is not one the pin holds", near)
-			}
-			if n := sharedFields(near, &rev.RevisionIdentity); n != tt.shared {
-				t.Fatalf("the nearest identity %+v shares %d fields with %+v, want %d", near, n, rev.RevisionIdentity, tt.shared)
+			if id, p, slot, ok := pin.RevisionRecord(&rev); ok || id != nil || p != nil || slot != nil {
+				t.Fatalf("tampered tuple %+v has a record", rev)
 			}
 		})
 	}
-	t.Run("VerifiedRevision answers the same policy and the pin's own identity", func(t *testing.T) {
+	t.Run("RevisionRecord answers the same policy and the pin's own identity", func(t *testing.T) {
 		for _, target := range []Target{{"acme", "thumbs", "resize"}, {"acme", "thumbs", "crop"}} {
 			rev := mustResolve(t, pin, target, "k")
 			want, _ := pin.RevisionPolicy(rev)
-			p, id, ok := pin.VerifiedRevision(rev)
-			if !ok || p != want || id == nil || *id != rev.RevisionIdentity {
-				t.Fatalf("%v: VerifiedRevision = %p %+v %v, want %p and the resolved identity", target, p, id, ok, want)
+			id, p, slot, ok := pin.RevisionRecord(rev)
+			if !ok || p != want || id == nil || *id != rev.RevisionIdentity || slot == nil {
+				t.Fatalf("%v: RevisionRecord = %+v %p %p %v, want the resolved identity and %p", target, id, p, slot, ok, want)
 			}
 			again := *rev
-			if _, id2, _ := pin.VerifiedRevision(&again); id2 != id {
-				t.Fatal("the identity is not the pin's shared copy")
+			if id2, _, slot2, _ := pin.RevisionRecord(&again); id2 != id || slot2 != slot {
+				t.Fatal("the record is not the pin's shared one")
 			}
 		}
 		var none *Pin
-		if p, id, ok := none.VerifiedRevision(good); ok || p != nil || id != nil {
+		if id, p, slot, ok := none.RevisionRecord(good); ok || p != nil || id != nil || slot != nil {
 			t.Fatal("nil pin verified")
 		}
 	})
@@ -179,7 +156,7 @@ func TestHeldPinKeepsServingAfterDeletion(t *testing.T) {
 	if _, ok := c.Pin().RevisionPolicy(rev); ok {
 		t.Fatal("a newer pin accepts a deleted deployment")
 	}
-	if _, err := c.Pin().Resolve(Target{"acme", "thumbs", "resize"}, "k"); !errors.Is(err, ErrNotResolved) {
+	if _, _, err := c.Pin().Resolve(Target{"acme", "thumbs", "resize"}, "k"); !errors.Is(err, ErrNotResolved) {
 		t.Fatalf("deleted target resolves: %v", err)
 	}
 	// Deploying the same content again is a new generation: the old
@@ -280,7 +257,7 @@ func TestConcurrentReadersSeeConsistentPins(t *testing.T) {
 				default:
 				}
 				pin := c.Pin()
-				rev, err := pin.Resolve(Target{"acme", "thumbs", "resize"}, "key")
+				rev, _, err := pin.Resolve(Target{"acme", "thumbs", "resize"}, "key")
 				if err != nil {
 					continue // deleted in this generation
 				}
@@ -352,69 +329,61 @@ func TestRoutesAreFoundAtEveryCount(t *testing.T) {
 				t.Fatalf("%d routes: a route past the last verifies", n)
 			}
 		}
-		if _, err := pin.Resolve(Target{"acme", "thumbs", "route-x"}, "k"); !errors.Is(err, ErrNotResolved) {
+		if _, _, err := pin.Resolve(Target{"acme", "thumbs", "route-x"}, "k"); !errors.Is(err, ErrNotResolved) {
 			t.Fatalf("%d routes: an unknown route resolved: %v", n, err)
 		}
 	}
 }
 
-// TestVerifiedCacheChangesNoAnswer: a revision verified for a request
-// resolved through the pin is cached by its ID's address; a request that
-// shares those bytes but differs in any other field misses and is
-// rejected, and one with its own copies of the strings verifies by the
-// full path and fills nothing.
-func TestVerifiedCacheChangesNoAnswer(t *testing.T) {
+// TestOwnRecord: a pin recognises the handles its own Resolve made, and
+// answers for them the record RevisionRecord finds; it recognises no
+// other: none of another pin of the same catalog, of another catalog, a
+// nil one or a value of another type.
+func TestOwnRecord(t *testing.T) {
 	c := New(GenerousCapacity)
 	mustDeploy(t, c, weighted("acme", "thumbs", 1))
-	mustDeploy(t, c, weighted("globex", "thumbs", 1))
 	pin := c.Pin()
-	rev := mustResolve(t, pin, Target{"acme", "thumbs", "resize"}, "k")
-	other := mustResolve(t, pin, Target{"globex", "thumbs", "resize"}, "k")
-	if _, ok := pin.RevisionPolicy(rev); !ok {
-		t.Fatal("the resolved revision does not verify")
-	}
-	if r := pin.verified.slot(rev.Revision).Load(); r == nil || r.identity != rev.RevisionIdentity {
-		t.Fatal("verifying a resolved revision did not cache it")
-	}
-	forged := *rev
-	forged.Tenant = other.Tenant // the pin's own bytes, another deployment
-	if _, ok := pin.RevisionPolicy(&forged); ok {
-		t.Fatal("a cached revision answered for another tenant")
-	}
-	forged = *rev
-	forged.Generation++
-	if _, ok := pin.RevisionPolicy(&forged); ok {
-		t.Fatal("a cached revision answered for another generation")
-	}
-	own := *rev
-	own.Revision = strings.Clone(rev.Revision)
-	pin.verified.slot(own.Revision).Store(nil)
-	if _, ok := pin.RevisionPolicy(&own); !ok {
-		t.Fatal("a copy of the identity does not verify")
-	}
-	if pin.verified.slot(own.Revision).Load() != nil && pin.verified.slot(own.Revision) != pin.verified.slot(rev.Revision) {
-		t.Fatal("a request's own copy of the strings filled the cache")
-	}
-	// A newer pin without the deployment refuses what the older one cached.
-	if _, err := c.Delete("acme", "thumbs"); err != nil {
+	rev, handle, err := pin.Resolve(Target{"acme", "thumbs", "resize"}, "k")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.Pin().RevisionPolicy(rev); ok {
-		t.Fatal("a newer pin verified a deleted deployment")
+	if handle.RevisionIdentity() != rev.RevisionIdentity {
+		t.Fatalf("the handle's identity %+v is not the resolved one", handle.RevisionIdentity())
 	}
-	if _, ok := pin.RevisionPolicy(rev); !ok {
-		t.Fatal("the held pin stopped serving its revision")
+	id, p, slot, ok := pin.OwnRecord(handle)
+	wantID, wantP, wantSlot, _ := pin.RevisionRecord(rev)
+	if !ok || id != wantID || p != wantP || slot != wantSlot {
+		t.Fatal("the pin's own handle does not answer its record")
 	}
-}
-
-// sharedFields counts the string fields of a and b that are equal.
-func sharedFields(a, b *policy.RevisionIdentity) int {
-	n := 0
-	for _, f := range [...][2]string{{a.Tenant, b.Tenant}, {a.Service, b.Service}, {a.Route, b.Route},
-		{a.Contract, b.Contract}, {a.Function, b.Function}, {a.Revision, b.Revision}, {a.Release, b.Release}} {
-		if f[0] == f[1] {
-			n++
+	if n := testing.AllocsPerRun(100, func() { _, _, _, _ = pin.OwnRecord(handle) }); n != 0 {
+		t.Fatalf("OwnRecord allocates %v objects", n)
+	}
+	mustDeploy(t, c, weighted("globex", "thumbs", 1)) // acme's deployment is unchanged
+	newer := c.Pin()
+	other := New(GenerousCapacity)
+	mustDeploy(t, other, weighted("acme", "thumbs", 1))
+	_, foreign, err := other.Pin().Resolve(Target{"acme", "thumbs", "resize"}, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var none *Pin
+	for name, tc := range map[string]struct {
+		pin    *Pin
+		handle any
+	}{
+		"a newer pin of the same catalog": {newer, handle},
+		"another catalog's handle":        {pin, foreign},
+		"a nil handle":                    {pin, (*Handle)(nil)},
+		"a zero handle":                   {pin, &Handle{}},
+		"no handle":                       {pin, nil},
+		"a value of another type":         {pin, rev},
+		"a nil pin":                       {none, handle},
+	} {
+		if id, p, slot, ok := tc.pin.OwnRecord(tc.handle); ok || id != nil || p != nil || slot != nil {
+			t.Errorf("%s: recognised", name)
 		}
 	}
-	return n
+	if (*Handle)(nil).RevisionIdentity() != (policy.RevisionIdentity{}) || (&Handle{}).RevisionIdentity() != (policy.RevisionIdentity{}) {
+		t.Error("a nil or zero handle names an identity")
+	}
 }

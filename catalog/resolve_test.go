@@ -101,7 +101,7 @@ func TestTargetsThatDoNotResolve(t *testing.T) {
 		{"empty target", Target{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rev, err := pin.Resolve(tt.target, "k")
+			rev, _, err := pin.Resolve(tt.target, "k")
 			assert.ErrorIs(t, err, ErrNotResolved)
 			assert.Nil(t, rev)
 		})

@@ -15,7 +15,7 @@ func TestRejectionsAllocateNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f, req := tc.prepare(t, "alloc")
 			f.clock.set(at(tc.atMs))
-			if n := testing.AllocsPerRun(100, func() { _, _ = f.ctl.AdmitNow(req) }); n != 0 {
+			if n := testing.AllocsPerRun(100, func() { _, _ = f.ctl.Admit(req) }); n != 0 {
 				t.Fatalf("rejection allocates %v objects", n)
 			}
 		})
@@ -26,7 +26,7 @@ func TestRejectionsAllocateNothing(t *testing.T) {
 			admit(t, f, string(rune('a'+i)), 0)
 		}
 		req := request("full")
-		if n := testing.AllocsPerRun(100, func() { _, _ = f.ctl.AdmitNow(req) }); n != 0 {
+		if n := testing.AllocsPerRun(100, func() { _, _ = f.ctl.Admit(req) }); n != 0 {
 			t.Fatalf("capacity rejection allocates %v objects", n)
 		}
 	})
@@ -38,7 +38,7 @@ func TestCycleAllocations(t *testing.T) {
 	var p *AdmissionPermit
 	admitAllocs := testing.AllocsPerRun(100, func() {
 		var err error
-		if p, err = f.ctl.AdmitNow(req); err != nil {
+		if p, err = f.ctl.Admit(req); err != nil {
 			t.Fatal(err)
 		}
 		p.Release()
@@ -47,7 +47,7 @@ func TestCycleAllocations(t *testing.T) {
 	if admitAllocs > 1 {
 		t.Fatalf("admit allocates %v objects", admitAllocs)
 	}
-	p, _ = f.ctl.AdmitNow(req)
+	p, _ = f.ctl.Admit(req)
 	var e *ExecutionPermit
 	if n := testing.AllocsPerRun(1, func() { e, _ = p.StartExecution() }); n != 0 {
 		t.Fatalf("start allocates %v objects", n)

@@ -261,7 +261,7 @@ func TestConcurrentLastSlots(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					<-start
-					p, err := f.ctl.AdmitNow(request(fmt.Sprintf("r%d", i)))
+					p, err := f.ctl.Admit(request(fmt.Sprintf("r%d", i)))
 					if err != nil {
 						wantError(t, err, CodeResourceExhausted, tc.scope, tc.dim, ReasonCapacityExhausted, true)
 						return

@@ -12,7 +12,7 @@ import (
 type AdmissionController struct {
 	provider *LocalQuotaProvider
 	source   RevisionPolicySource
-	vouched  ValidatedRevisionSource // source, when it vouches for its identities
+	records  RecordSource // source, when it keeps records and hands out handles to them
 	load     NodeLoadSource
 	clock    deadline.Clock
 	// system is set when clock is the system clock; base is a reading of
@@ -29,22 +29,22 @@ func (c *AdmissionController) WithPolicySource(source RevisionPolicySource) *Adm
 	if isNilPointer(source) {
 		n.source = nil
 	}
-	n.vouched, _ = n.source.(ValidatedRevisionSource)
+	n.records, _ = n.source.(RecordSource)
 	return &n
 }
 
 // Provider returns the provider whose ledger the controller uses.
 func (c *AdmissionController) Provider() *LocalQuotaProvider { return c.provider }
 
-// AdmitNow decides req at the current time. The clock is read once,
+// Admit decides req at the current time. The clock is read once,
 // after steps 1 to 10 (the request, the policy and the pinned view, none
 // of which time can change) and before steps 11 and 12; the deadline is
 // bound to that reading. Under the ledger mutex it is read again,
 // monotonically, and the final decision uses the second reading. A
 // request rejected by steps 1 to 10 never pays for a clock read.
-func (c *AdmissionController) AdmitNow(req *AdmissionRequest) (*AdmissionPermit, error) {
+func (c *AdmissionController) Admit(req *AdmissionRequest) (*AdmissionPermit, error) {
 	if req == nil {
-		panic("core: AdmitNow with a nil request")
+		panic("core: Admit with a nil request")
 	}
 	var d decision
 	err := c.checkRequest(req, &d)

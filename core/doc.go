@@ -13,7 +13,7 @@
 //
 // # Decision order
 //
-// [AdmissionController.AdmitNow] runs the decision table (docs/decision-table.md) in order, and the
+// [AdmissionController.Admit] runs the decision table (docs/decision-table.md) in order, and the
 // first failure is the answer:
 //
 //	 1 metadata entries, then bytes           invalid-argument
@@ -40,6 +40,22 @@
 // is the one step 13 would give had no time passed; a request it cannot
 // decide exactly (a possible duplicate, a commit in flight) goes on to the
 // locked path.
+//
+// # Records and handles
+//
+// A source that keeps one immutable record per revision and hands out
+// handles to them (a [RecordSource]; the catalog's Pin is one) lets
+// admission skip verifying what the source already vouches for. When the
+// request's [RevisionHandle] is one the controller's own source
+// recognises, by pointer equality, and the request's identity == that
+// record's, step 2 checks only the identity's lengths against the node's
+// bounds and step 5 is the record itself. Any other request (no handle,
+// another source's, an identity edited after resolution) is scanned at
+// step 2 and looked up at step 5, so the decision order and every answer
+// are the same either way. Step 6's derivation from the revision's policy
+// is kept in the record's slot, tagged with the provider it was derived
+// for, so it runs once per record and provider; a plain
+// [RevisionPolicySource] has no records, and it runs per request.
 //
 // # Clock reads
 //

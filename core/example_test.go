@@ -64,7 +64,7 @@ func Example() {
 	}
 	controller := provider.Controller(core.ControllerConfig{Source: source, Load: load})
 
-	permit, err := controller.AdmitNow(&core.AdmissionRequest{
+	permit, err := controller.Admit(&core.AdmissionRequest{
 		ActivationID:    "act-1",
 		Principal:       core.Principal{Kind: policy.UserPrincipal, Subject: "alice", Tenant: "acme"},
 		Revision:        rev,
@@ -99,7 +99,7 @@ func Example() {
 	// structured, sanitized error.
 	forged := rev
 	forged.Revision = "rev-forged"
-	_, err = controller.AdmitNow(&core.AdmissionRequest{ActivationID: "act-2",
+	_, err = controller.Admit(&core.AdmissionRequest{ActivationID: "act-2",
 		Principal: core.Principal{Kind: policy.UserPrincipal, Subject: "alice", Tenant: "acme"},
 		Revision:  forged, RequestedBudget: policy.Budget{CPUFuel: 1, MemoryBytes: 1}})
 	fmt.Println(err)

@@ -3,6 +3,7 @@ package core
 import (
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,31 +35,79 @@ func basePolicy(t testing.TB) *policy.NodeAdmissionPolicy {
 	return p
 }
 
-// mapSource is a small in-memory RevisionPolicySource: each entry is a
-// full identity tuple and its policy.
+// mapSource is a small in-memory RecordSource: each entry is a full
+// identity tuple, its policy and its requirements slot. handle hands out
+// a RevisionHandle to an entry, as a route resolver would.
 type mapSource struct {
-	entries []sourceEntry
+	entries []*sourceEntry
+	looked  atomic.Int64 // lookups by identity (RevisionPolicy, RevisionRecord)
 }
 
 type sourceEntry struct {
-	rev    policy.ResolvedRevision
-	policy *policy.RevisionPolicy
+	rev          policy.ResolvedRevision
+	policy       *policy.RevisionPolicy
+	requirements atomic.Value
 }
+
+// mapHandle is a mapSource's handle: the source and the entry.
+type mapHandle struct {
+	source *mapSource
+	entry  *sourceEntry
+}
+
+func (h *mapHandle) RevisionIdentity() policy.RevisionIdentity { return h.entry.rev.RevisionIdentity }
 
 func (s *mapSource) add(rev policy.ResolvedRevision, p *policy.RevisionPolicy) {
 	rev.Attributes = nil
-	s.entries = append(s.entries, sourceEntry{rev: rev, policy: p})
+	s.entries = append(s.entries, &sourceEntry{rev: rev, policy: p})
+}
+
+// handle is a handle to the entry whose identity is rev's; nil if none.
+func (s *mapSource) handle(rev policy.RevisionIdentity) *mapHandle {
+	if e := s.find(&policy.ResolvedRevision{RevisionIdentity: rev}); e != nil {
+		return &mapHandle{s, e}
+	}
+	return nil
+}
+
+func (s *mapSource) find(rev *policy.ResolvedRevision) *sourceEntry {
+	s.looked.Add(1)
+	for _, e := range s.entries {
+		if e.rev.RevisionIdentity == rev.RevisionIdentity {
+			return e
+		}
+	}
+	return nil
 }
 
 func (s *mapSource) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, bool) {
-	for i := range s.entries {
-		e := &s.entries[i].rev
-		if e.Tenant == rev.Tenant && e.Service == rev.Service && e.Route == rev.Route && e.Contract == rev.Contract &&
-			e.Function == rev.Function && e.Revision == rev.Revision && e.Release == rev.Release && e.Generation == rev.Generation {
-			return s.entries[i].policy, true
-		}
+	if e := s.find(rev); e != nil {
+		return e.policy, true
 	}
 	return nil, false
+}
+
+func (s *mapSource) RevisionRecord(rev *policy.ResolvedRevision) (*policy.RevisionIdentity, *policy.RevisionPolicy, *atomic.Value, bool) {
+	if e := s.find(rev); e != nil {
+		return &e.rev.RevisionIdentity, e.policy, &e.requirements, true
+	}
+	return nil, nil, nil, false
+}
+
+func (s *mapSource) OwnRecord(h any) (*policy.RevisionIdentity, *policy.RevisionPolicy, *atomic.Value, bool) {
+	if own, ok := h.(*mapHandle); ok && own != nil && own.source == s {
+		return &own.entry.rev.RevisionIdentity, own.entry.policy, &own.entry.requirements, true
+	}
+	return nil, nil, nil, false
+}
+
+var _ RecordSource = (*mapSource)(nil)
+
+// plainSource is a mapSource seen only as a RevisionPolicySource.
+type plainSource struct{ s *mapSource }
+
+func (p plainSource) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, bool) {
+	return p.s.RevisionPolicy(rev)
 }
 
 // resizeRevision is acme/thumbs/resize, as the shared scenarios deploy it.

@@ -50,7 +50,7 @@ func FuzzAdmit(f *testing.F) {
 // admitBytes encodes an ordinary admission (acme's route r, user alice,
 // 1 fuel, 1 memory) of activation ID a<k+1>.
 func admitBytes(k byte) []byte {
-	b := make([]byte, 19) // the operation, then what request reads
+	b := make([]byte, 20) // the operation, then what request reads
 	b[5] = k
 	return b
 }
@@ -267,6 +267,8 @@ func (fz *fuzzRun) publish(t *testing.T, s core.LoadSample) {
 
 func (fz *fuzzRun) request(in *fuzzInput) *core.AdmissionRequest {
 	rev := choose(in, fz.revisions...)
+	// own is what the resolver handed out with the identity.
+	own := fz.handleOf(rev.RevisionIdentity)
 	if in.byte() >= 200 { // one field of the tuple replaced
 		field := choose(in, &rev.Tenant, &rev.Service, &rev.Route, &rev.Contract, &rev.Function, &rev.Revision, &rev.Release)
 		*field = in.raw()
@@ -316,7 +318,29 @@ func (fz *fuzzRun) request(in *fuzzInput) *core.AdmissionRequest {
 		}
 		req.Deadline = policy.Some(ms)
 	}
+	// The handle: the one resolved with the identity (which the edits
+	// above may have made stale), none, or any entry's of either source.
+	switch b := in.byte(); {
+	case b < 128:
+		req.Handle = own
+	case b < 192:
+	default:
+		src := choose(in, fz.sources...)
+		req.Handle = src.Handle(int(in.byte()) % len(src.Entries))
+	}
 	return req
+}
+
+// handleOf is the handle of the source entry whose identity is id.
+func (fz *fuzzRun) handleOf(id policy.RevisionIdentity) core.RevisionHandle {
+	for _, src := range fz.sources {
+		for i := range src.Entries {
+			if src.Entries[i].Revision.RevisionIdentity == id {
+				return src.Handle(i)
+			}
+		}
+	}
+	return nil
 }
 
 func (fz *fuzzRun) step(t *testing.T, in *fuzzInput) {
@@ -328,8 +352,8 @@ func (fz *fuzzRun) step(t *testing.T, in *fuzzInput) {
 		fz.admitted(t, cp, cerr, mp, merr)
 	case 3:
 		req := fz.request(in)
-		cp, cerr := fz.coreCtl.AdmitNow(req)
-		mp, merr := fz.modelCtl.AdmitNow(req)
+		cp, cerr := fz.coreCtl.Admit(req)
+		mp, merr := fz.modelCtl.Admit(req)
 		fz.admitted(t, cp, cerr, mp, merr)
 	case 4:
 		if len(fz.permits) == 0 {

@@ -300,7 +300,7 @@ func TestTypedNilSourcesFailClosed(t *testing.T) {
 	} {
 		_, err := ctl.AdmitAt(request("a"), at(0))
 		wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
-		_, err = ctl.AdmitNow(request("a"))
+		_, err = ctl.Admit(request("a"))
 		wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
 		_ = name
 	}

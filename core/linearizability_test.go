@@ -275,7 +275,7 @@ func ledgerSpec(p *policy.NodeAdmissionPolicy) porcupine.Model {
 	}
 }
 
-// fixedClock is a clock that never moves, for AdmitNow in the history.
+// fixedClock is a clock that never moves, for Admit in the history.
 type fixedClock struct{ now time.Time }
 
 func (c fixedClock) Now() time.Time                  { return c.now }
@@ -339,7 +339,7 @@ func recordHistory(t *testing.T, seed uint64) []porcupine.Operation {
 					)
 					call = clock.Add(1)
 					if now {
-						p, err = ctl.AdmitNow(req)
+						p, err = ctl.Admit(req)
 					} else {
 						p, err = ctl.AdmitAt(req, linEpoch)
 					}

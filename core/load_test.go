@@ -93,7 +93,7 @@ func TestLivePathDecidesWithTheSecondReading(t *testing.T) {
 	t.Run("a load sample that goes stale under the lock", func(t *testing.T) {
 		f := newFixture(t, nil)
 		ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: f.load, Clock: steppingClock{first: at(1999), later: 2 * time.Millisecond}})
-		_, err := ctl.AdmitNow(request("x"))
+		_, err := ctl.Admit(request("x"))
 		wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
 	})
 	t.Run("a caller deadline that passes under the lock", func(t *testing.T) {
@@ -101,13 +101,13 @@ func TestLivePathDecidesWithTheSecondReading(t *testing.T) {
 		ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: f.load, Clock: steppingClock{first: at(100), later: time.Millisecond}})
 		req := request("x")
 		req.Deadline = policy.Some(at(101).UnixMilli())
-		_, err := ctl.AdmitNow(req)
+		_, err := ctl.Admit(req)
 		wantError(t, err, CodeDeadlineExceeded, ScopeRequest, DimDeadline, ReasonDeadlineExceeded, false)
 	})
 	t.Run("the deadline is bound from the first reading", func(t *testing.T) {
 		f := newFixture(t, nil)
 		ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: f.load, Clock: steppingClock{first: at(100), later: 40 * time.Millisecond}})
-		p, err := ctl.AdmitNow(request("x"))
+		p, err := ctl.Admit(request("x"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,13 +121,13 @@ func TestLivePathDecidesWithTheSecondReading(t *testing.T) {
 		ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: f.load, Clock: steppingClock{first: at(0), later: 2 * time.Millisecond}})
 		req := request("x")
 		req.RequestedBudget.WallTime = policy.Some(32 * time.Millisecond) // 30 left at the second reading
-		_, err := ctl.AdmitNow(req)
+		_, err := ctl.Admit(req)
 		wantError(t, err, CodeAdmissionRejected, ScopeCellClass, DimQueueDelay, ReasonQueueDeadlineInfeasible, false)
 	})
 	t.Run("a clock going backwards does not move time back", func(t *testing.T) {
 		f := newFixture(t, nil)
 		ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: f.load, Clock: steppingClock{first: at(2001), later: -5 * time.Millisecond}})
-		_, err := ctl.AdmitNow(request("x"))
+		_, err := ctl.Admit(request("x"))
 		wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
 	})
 }
@@ -163,7 +163,7 @@ func TestClockReads(t *testing.T) {
 		} {
 			req := request("x")
 			edit(req)
-			if _, err := ctl.AdmitNow(req); err == nil {
+			if _, err := ctl.Admit(req); err == nil {
 				t.Fatal("admitted")
 			}
 		}
@@ -173,7 +173,7 @@ func TestClockReads(t *testing.T) {
 	})
 	t.Run("an admission reads once before and once under the mutex", func(t *testing.T) {
 		clock.reads.Store(0)
-		p, err := ctl.AdmitNow(request("x"))
+		p, err := ctl.Admit(request("x"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,81 +1,44 @@
 package core
 
-import (
-	"runtime"
-	"sync/atomic"
-	"unsafe"
-)
+import "sync/atomic"
 
 // metrics are the operator counters: admissions, leaked permits and
 // rejections by error. They are bounded by the fixed vocabulary and never
 // keyed by request strings.
 //
-// They are striped so that a rejection flood on many cores spreads its
-// increments over cache lines instead of contending on one. Each stripe
-// is a block holding every counter once, padded to whole cache lines;
-// an increment picks the stripe from the address of its own stack frame,
-// which differs between goroutines and costs nothing to read (a pool of
-// per-goroutine tokens, as striped counters often use, costs more than
-// the increment itself here). The stripes are allocated at startup.
+// Each counter is one atomic word on a cache line of its own, so that
+// increments of different counters (the admissions and each rejection
+// row) never contend. Requests that end the same way on many cores at
+// once do share a line; that costs a contended add (a few tens of
+// nanoseconds under a flood of one kind) and buys counters that need no
+// stripe choice and no summing. The counters are allocated at startup.
 type metrics struct {
-	stripes []int64 // stripe s holds counters [s*stride, s*stride+numCounters)
-	stride  uint64
-	mask    uint64
+	counters []paddedCounter
 }
 
-// Counter positions within a stripe; rejection i is at firstRejection+i,
-// indexed like allErrors.
+// paddedCounter is a counter alone on its cache line.
+type paddedCounter struct {
+	n atomic.Int64
+	_ [cacheLineBytes - 8]byte
+}
+
+const cacheLineBytes = 64
+
+// Counter positions; rejection i is at firstRejection+i, indexed like
+// allErrors.
 const (
 	admittedCounter = iota
 	leakedCounter
 	firstRejection
 )
 
-// Stripes: four per P, so that two goroutines running at once share one
-// with a chance of about one in four times the Ps, up to maxStripes.
-const (
-	stripesPerP = 4
-	maxStripes  = 256
-)
-
 func newMetrics() *metrics {
-	n := uint64(1)
-	for n < stripesPerP*uint64(runtime.GOMAXPROCS(0)) && n < maxStripes {
-		n <<= 1
-	}
-	counters := uint64(firstRejection + len(allErrors))
-	stride := (counters + cacheLineWords - 1) / cacheLineWords * cacheLineWords
-	// A spare line at each end, so that no stripe shares a line with
-	// whatever the allocator put beside the slice.
-	all := make([]int64, 2*cacheLineWords+n*stride)
-	m := &metrics{stripes: all[cacheLineWords : cacheLineWords+n*stride], stride: stride, mask: n - 1}
-	return m
+	return &metrics{counters: make([]paddedCounter, firstRejection+len(allErrors))}
 }
 
-// cacheLineWords is a cache line in int64s.
-const cacheLineWords = 64 / 8
+func (m *metrics) inc(counter int) { m.counters[counter].n.Add(1) }
 
-// stripe returns the calling goroutine's stripe offset: a multiplicative
-// hash of its stack address above the smallest stack size, so goroutines
-// land on different stripes and one goroutine mostly on the same one.
-func (m *metrics) stripe() uint64 {
-	var probe byte
-	h := uint64(uintptr(unsafe.Pointer(&probe))>>11) * 0x9e3779b97f4a7c15
-	return (h >> 40 & m.mask) * m.stride
-}
-
-func (m *metrics) inc(counter int) {
-	atomic.AddInt64(&m.stripes[m.stripe()+uint64(counter)], 1)
-}
-
-// value sums a counter over every stripe.
-func (m *metrics) value(counter int) int64 {
-	var sum int64
-	for s := uint64(0); s <= m.mask; s++ {
-		sum += atomic.LoadInt64(&m.stripes[s*m.stride+uint64(counter)])
-	}
-	return sum
-}
+func (m *metrics) value(counter int) int64 { return m.counters[counter].n.Load() }
 
 func (m *metrics) reject(err *rejection) { m.inc(firstRejection + int(err.index)) }
 

@@ -106,7 +106,7 @@ func (m *diffMachine) actions() map[string]func(*rapid.T) {
 		action func(*rapid.T)
 	}{
 		{"AdmitAt", 5, m.admitAt},
-		{"AdmitNow", 1, m.admitNow},
+		{"Admit", 1, m.admitNow},
 		{"EnsureSchedulableAt", 1, m.ensureSchedulable},
 		{"StartExecutionAt", 2, m.startAt},
 		{"StartExecution", 1, m.startNow},
@@ -155,18 +155,18 @@ func (m *diffMachine) admitNow(t *rapid.T) {
 			time.Second, 6 * time.Second}, "now.elapsed"))
 	}
 	m.clock.Arm(first, later)
-	cp, cerr := m.coreCtl.AdmitNow(req)
+	cp, cerr := m.coreCtl.Admit(req)
 	m.clock.Arm(first, later)
-	mp, merr := m.modelCtl.AdmitNow(req)
+	mp, merr := m.modelCtl.Admit(req)
 	m.now = later
 	m.clock.Set(m.now)
 	if ce, ok := cerr.(core.Error); ok && ce.Reason() == core.ReasonCapacityExhausted && laterReadingOnly(merr) && later.After(first) {
-		compareErrors(t, "AdmitNow answered by the pre-check at the first reading", cerr, m.capacityAnswer(t, req, first))
-		m.outcomes["AdmitNow: pre-check answered at the first reading"]++
+		compareErrors(t, "Admit answered by the pre-check at the first reading", cerr, m.capacityAnswer(t, req, first))
+		m.outcomes["Admit: pre-check answered at the first reading"]++
 		m.rejected[ce.Reason()]++
 		return
 	}
-	m.compareAdmission(t, "AdmitNow", cp, cerr, mp, merr)
+	m.compareAdmission(t, "Admit", cp, cerr, mp, merr)
 }
 
 // capacityAnswer is the model's answer to req at the first reading of a

@@ -113,16 +113,6 @@ type permitBlock struct {
 	state  permitState
 }
 
-// ownedPermitBlock is the block of a permit admitted through a source that
-// does not vouch for its identities (so has no copy of the identity to
-// point to): the identity is copied after the state. The state cannot
-// point to it, as a pointer into the block would keep the block reachable
-// from itself and its finalizer would never run; it is found by offset.
-type ownedPermitBlock struct {
-	permitBlock
-	identity policy.RevisionIdentity
-}
-
 // permitState is what a live permit holds: its reservation and what its
 // Grant is rebuilt from. The strings and the revision policy it points to
 // are immutable, so a permit copies no name, list or settings of its own;
@@ -133,8 +123,8 @@ type permitState struct {
 	ticket   atomicledger.Ticket
 
 	activationID string
-	// identity is the vouching source's copy of the verified identity;
-	// nil when the block is an ownedPermitBlock holding its own.
+	// identity is the record's identity when the source keeps records,
+	// else a copy of the request's made at admission.
 	identity     *policy.RevisionIdentity
 	rev          *policy.RevisionPolicy // from the pinned view; never changes
 	admittedAt   time.Time              // the reading the deadline was bound to
@@ -152,14 +142,23 @@ type permitState struct {
 // deadline is the effective deadline.
 func (s *permitState) deadline() time.Time { return s.admittedAt.Add(s.wall) }
 
-// revisionIdentity is the verified identity the permit was admitted for.
-func (s *permitState) revisionIdentity() *policy.RevisionIdentity {
-	if s.identity != nil {
-		return s.identity
-	}
-	b := (*permitBlock)(unsafe.Add(unsafe.Pointer(s), -int(unsafe.Offsetof(permitBlock{}.state))))
-	return &(*ownedPermitBlock)(unsafe.Pointer(b)).identity
-}
+// Why this file uses unsafe, and the only file of the package that does:
+// a permit must be inert when zeroed, copied or overwritten, yet the
+// reservation of a permit its holder dropped or overwrote must still be
+// reclaimed. Every safe form breaks one of the two:
+//   - a pointer field from the permit to its state travels with a copy,
+//     so the copy would be live;
+//   - a pointer field from the block to itself (to recognise the
+//     original) keeps the block reachable from itself, and the runtime
+//     never runs the finalizer of an object in such a cycle;
+//   - a permit that is a handle into a table (an index and a
+//     generation) needs a table the collector cannot see through, so a
+//     dropped permit could never be found unreachable.
+// So the permit is the head of its block and holds its own address as a
+// number (self): only the original, at that address, matches it, and
+// the block stays collectable. state() converts the permit's address to
+// the block's; it is the same address, as the permit is the block's
+// first field.
 
 // state returns the permit's state, or nil for an inert permit.
 func (p *AdmissionPermit) state() *permitState {
@@ -185,19 +184,20 @@ func reclaimLeaked(p *AdmissionPermit) {
 
 func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, ticket atomicledger.Ticket) *AdmissionPermit {
 	pr := c.provider
-	var b *permitBlock
-	if d.identity != nil {
-		b = new(permitBlock)
-	} else {
-		o := &ownedPermitBlock{identity: req.Revision.RevisionIdentity}
-		b = &o.permitBlock
+	identity := d.identity
+	if identity == nil {
+		// A plain source has no record to point to: the permit keeps a
+		// copy, a second allocation that only such sources pay.
+		identity = new(policy.RevisionIdentity)
+		*identity = req.Revision.RevisionIdentity
 	}
+	b := new(permitBlock)
 	b.state = permitState{
 		provider:     pr,
 		clock:        c.clock,
 		ticket:       ticket,
 		activationID: req.ActivationID,
-		identity:     d.identity,
+		identity:     identity,
 		rev:          d.rev,
 		admittedAt:   d.admittedAt,
 		wall:         d.wall,
@@ -328,7 +328,7 @@ func (p *AdmissionPermit) Grant() Grant {
 	pr := s.provider
 	return Grant{
 		ActivationID: s.activationID,
-		Revision:     *s.revisionIdentity(),
+		Revision:     *s.identity,
 		// The effective budget: the grant, with the wall time the
 		// effective deadline leaves (a caller deadline earlier than now
 		// plus the granted wall time shortens it).

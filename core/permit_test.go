@@ -329,7 +329,7 @@ func TestMetricsCountAdmissionsAndRejections(t *testing.T) {
 func TestNilRequestIsMisuse(t *testing.T) {
 	f := newFixture(t, nil)
 	for name, call := range map[string]func(){
-		"AdmitNow": func() { _, _ = f.ctl.AdmitNow(nil) },
+		"Admit": func() { _, _ = f.ctl.Admit(nil) },
 	} {
 		func() {
 			defer func() {

@@ -25,9 +25,6 @@ type LocalQuotaProvider struct {
 	ledger    *atomicledger.Ledger
 	metrics   *metrics
 	young     *youngPermits // permits issued since the last sweep, by ledger slot
-	// requirements caches what steps 6 and 7 derive from a revision's
-	// policy alone.
-	requirements *requirementsCache
 }
 
 // NewLocalQuotaProvider validates and compiles p, then allocates the
@@ -51,8 +48,6 @@ func newProvider(c *policy.Compiled) *LocalQuotaProvider {
 		ledger:  atomicledger.New(c),
 		metrics: newMetrics(),
 		young:   newYoungPermits(c.Node().Limits.MaxLiveActivations),
-
-		requirements: new(requirementsCache),
 	}
 	armCollectionTick(pr.young)
 	for i := range pr.tenants {
@@ -104,7 +99,7 @@ func (p *LocalQuotaProvider) Controller(cfg ControllerConfig) *AdmissionControll
 	if isNilPointer(c.source) {
 		c.source = nil
 	}
-	c.vouched, _ = c.source.(ValidatedRevisionSource)
+	c.records, _ = c.source.(RecordSource)
 	return c
 }
 

@@ -43,7 +43,7 @@ func TestSystemClockReadingIsTheAdmissionInstant(t *testing.T) {
 			t.Fatalf("caller deadline %v: derived reading %v", caller, got)
 		}
 		before := time.Now()
-		p, err := ctl.AdmitNow(req)
+		p, err := ctl.Admit(req)
 		after := time.Now()
 		if err != nil {
 			t.Fatal(err)
@@ -71,12 +71,12 @@ func TestSystemClockJudgesWallOnlySamplesByTheWallClock(t *testing.T) {
 	if err := load.Publish(LoadSample{Sequence: 1, ObservedAt: time.Now().Round(0).Add(-3 * time.Second), CPUPressure: 0.1, MemoryPressure: 0.1}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := ctl.AdmitNow(request("stale"))
+	_, err := ctl.Admit(request("stale"))
 	wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
 	if err := load.Publish(LoadSample{Sequence: 2, ObservedAt: time.Now().Round(0), CPUPressure: 0.1, MemoryPressure: 0.1}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := ctl.AdmitNow(request("wall-only"))
+	p, err := ctl.Admit(request("wall-only"))
 	if err != nil {
 		t.Fatal(err)
 	}

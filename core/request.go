@@ -12,7 +12,15 @@ type AdmissionRequest struct {
 	Principal    Principal
 	// Revision is the route resolver's answer, verified field by field
 	// against the controller's pinned view.
-	Revision        policy.ResolvedRevision
+	Revision policy.ResolvedRevision
+	// Handle is what the route resolver handed out beside Revision, if
+	// it hands any out (catalog.Pin.Resolve does). When the controller's
+	// source recognises it as one of its own records and Revision's
+	// identity is that record's, admission takes the record as verified;
+	// otherwise (no handle, another source's, an edited identity) it
+	// verifies Revision field by field. Either way the answer is the
+	// same; only the cost differs.
+	Handle          RevisionHandle
 	RequestedBudget policy.Budget
 	// Deadline is the caller's absolute deadline in unix milliseconds, if
 	// it has one; it can only shorten the grant.

@@ -3,7 +3,6 @@ package core
 import (
 	"slices"
 	"sync/atomic"
-	"unsafe"
 
 	"latent.dev/admission/policy"
 )
@@ -13,11 +12,12 @@ import (
 // what the node offers) with the revision's features as a bitset, and the
 // ID of its trust class for step 7, whose allowlist check depends on the
 // tenant and is made every time. A revision policy never changes, and
-// neither does the node's, so the provider keeps the derivation per
-// policy in a small cache instead of comparing a dozen names on every
-// request.
+// neither does the node's, so for a [RecordSource]'s revision it is
+// derived once per record and provider and kept in the record's slot
+// instead of comparing a dozen names on every request.
 type requirements struct {
-	err        *rejection // step 6's answer; nil when it passes
+	provider   *LocalQuotaProvider // the node it was derived for
+	err        *rejection          // step 6's answer; nil when it passes
 	features   policy.FeatureSet
 	trust      policy.TrustClassID
 	trustKnown bool
@@ -28,25 +28,25 @@ type requirements struct {
 }
 
 // deriveRequirements computes them.
-func (pr *LocalQuotaProvider) deriveRequirements(rev *policy.RevisionPolicy) requirements {
-	var v requirements
+func (pr *LocalQuotaProvider) deriveRequirements(rev *policy.RevisionPolicy, v *requirements) {
+	*v = requirements{provider: pr}
 	v.trust, v.trustKnown = pr.policy.TrustClassID(rev.TrustClass)
 	switch {
 	case !pr.policy.SupportsBackend(rev.Backend):
 		v.err = errBackend
-		return v
+		return
 	case !pr.policy.SupportsStateModel(rev.StateModel):
 		v.err = errStateModel
-		return v
+		return
 	case !pr.threading.Has(rev.Threading):
 		v.err = errThreading
-		return v
+		return
 	}
 	for _, f := range rev.Features {
 		bit, ok := pr.policy.Feature(f)
 		if !ok {
 			v.err = errFeatures
-			return v
+			return
 		}
 		v.features |= bit
 	}
@@ -65,99 +65,18 @@ func (pr *LocalQuotaProvider) deriveRequirements(rev *policy.RevisionPolicy) req
 	case len(pl.Zones) > 0 && !slices.Contains(pl.Zones, place.Zone):
 		v.err = errZone
 	}
+}
+
+// recordRequirements returns rev's requirements from a record's slot,
+// deriving and storing them when the slot is empty or holds another
+// provider's. Two racing fills store equal values; one provider per node
+// means a slot is filled once. It allocates only when it fills.
+func (pr *LocalQuotaProvider) recordRequirements(slot *atomic.Value, rev *policy.RevisionPolicy) *requirements {
+	if v, _ := slot.Load().(*requirements); v != nil && v.provider == pr {
+		return v
+	}
+	v := new(requirements)
+	pr.deriveRequirements(rev, v)
+	slot.Store(v)
 	return v
-}
-
-// requirementsCache is direct-mapped by the policy's address. Each slot
-// is a sequence lock over atomic words: a reader that sees the sequence
-// odd or changed, or another policy in the slot, misses and derives; a
-// writer that cannot take the slot at once skips the fill. Everything is
-// atomic, so a reader never sees one policy's key with another's value.
-// A slot keeps its policy reachable, so its address cannot be reused by
-// another while cached; at most requirementsSlots old policies are kept
-// so. The memory is allocated with the provider.
-type requirementsCache struct {
-	slots [requirementsSlots]requirementsSlot
-}
-
-const requirementsSlots = 256
-
-type requirementsSlot struct {
-	seq      atomic.Uint64
-	rev      atomic.Pointer[policy.RevisionPolicy]
-	features atomic.Uint64
-	meta     atomic.Uint32 // as packedRequirements.meta
-}
-
-func (c *requirementsCache) slot(rev *policy.RevisionPolicy) *requirementsSlot {
-	return &c.slots[uintptr(unsafe.Pointer(rev))>>6%requirementsSlots]
-}
-
-// packedRequirements is requirements as a slot holds them: the features,
-// and meta = trust class ID | known<<8 | (step 6's error index + 1)<<16 |
-// cells<<24. It is handed back packed and read through its methods:
-// returning a struct of small fields just written would make the caller
-// reload them through the store buffer, which costs more than the lookup.
-type packedRequirements struct {
-	features policy.FeatureSet
-	meta     uint32
-}
-
-func (v requirements) pack() packedRequirements {
-	meta := uint32(v.trust) | uint32(v.cells)<<24
-	if v.trustKnown {
-		meta |= 1 << 8
-	}
-	if v.err != nil {
-		meta |= (uint32(v.err.index) + 1) << 16
-	}
-	return packedRequirements{v.features, meta}
-}
-
-func (w packedRequirements) err() *rejection {
-	if i := w.meta >> 16 & 0xff; i != 0 {
-		return allErrors[i-1]
-	}
-	return nil
-}
-
-func (w packedRequirements) trust() (policy.TrustClassID, bool) {
-	return policy.TrustClassID(w.meta & 0xff), w.meta&(1<<8) != 0
-}
-
-func (w packedRequirements) cells() policy.CellClassSet { return policy.CellClassSet(w.meta >> 24) }
-
-// load returns the slot's value if it holds rev's.
-func (s *requirementsSlot) load(rev *policy.RevisionPolicy) (packedRequirements, bool) {
-	q := s.seq.Load()
-	if q&1 != 0 || s.rev.Load() != rev {
-		return packedRequirements{}, false
-	}
-	w := packedRequirements{policy.FeatureSet(s.features.Load()), s.meta.Load()}
-	if s.seq.Load() != q {
-		return packedRequirements{}, false
-	}
-	return w, true
-}
-
-func (s *requirementsSlot) store(rev *policy.RevisionPolicy, w packedRequirements) {
-	q := s.seq.Load()
-	if q&1 != 0 || !s.seq.CompareAndSwap(q, q+1) {
-		return
-	}
-	s.rev.Store(rev)
-	s.features.Store(uint64(w.features))
-	s.meta.Store(w.meta)
-	s.seq.Store(q + 2)
-}
-
-// requirementsOf is deriveRequirements through the cache.
-func (pr *LocalQuotaProvider) requirementsOf(rev *policy.RevisionPolicy) packedRequirements {
-	s := pr.requirements.slot(rev)
-	if w, ok := s.load(rev); ok {
-		return w
-	}
-	w := pr.deriveRequirements(rev).pack()
-	s.store(rev, w)
-	return w
 }

@@ -3,21 +3,21 @@ package core
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"latent.dev/admission/policy"
 )
 
-// unpacked reads a packed value back through its methods.
-func unpacked(w packedRequirements) requirements {
-	v := requirements{err: w.err(), features: w.features, cells: w.cells()}
-	v.trust, v.trustKnown = w.trust()
+// derived is deriveRequirements as a value.
+func derived(pr *LocalQuotaProvider, p *policy.RevisionPolicy) requirements {
+	var v requirements
+	pr.deriveRequirements(p, &v)
 	return v
 }
 
 // requirementPolicies is a spread of revision policies that pass and fail
-// step 6 at each check, with known and unknown trust classes: many more
-// than the cache has slots, so slots are shared and overwritten.
+// step 6 at each check, with known and unknown trust classes.
 func requirementPolicies(n int) []*policy.RevisionPolicy {
 	out := make([]*policy.RevisionPolicy, n)
 	for i := range out {
@@ -45,45 +45,50 @@ func requirementPolicies(n int) []*policy.RevisionPolicy {
 	return out
 }
 
-// TestRequirementsCacheAgreesWithTheDerivation: through the cache, every
-// policy gets what deriving afresh gives, on a fill, on a hit and after
-// its slot was taken by another policy.
-func TestRequirementsCacheAgreesWithTheDerivation(t *testing.T) {
-	f := newFixture(t, nil)
-	pr := f.provider
-	pols := requirementPolicies(3 * requirementsSlots)
+// TestRecordRequirements: through a record's slot, every policy gets
+// what deriving afresh gives, on the fill and on every later read; a
+// provider finds another provider's requirements in the slot and
+// replaces them with its own; a read that finds its own allocates
+// nothing.
+func TestRecordRequirements(t *testing.T) {
+	pr := newFixture(t, nil).provider
+	other := newFixture(t, func(p *policy.NodeAdmissionPolicy) { p.Node.Backends = []string{"jvm"} }).provider
+	pols := requirementPolicies(18)
+	slots := make([]atomic.Value, len(pols))
 	for round := 0; round < 3; round++ {
 		for i, p := range pols {
-			if got, want := unpacked(pr.requirementsOf(p)), pr.deriveRequirements(p); got != want {
-				t.Fatalf("round %d, policy %d: cached %+v, derived %+v", round, i, got, want)
+			for _, prov := range []*LocalQuotaProvider{pr, other} {
+				got := prov.recordRequirements(&slots[i], p)
+				if got.provider != prov || *got != derived(prov, p) {
+					t.Fatalf("round %d, policy %d: slot %+v, derived %+v", round, i, *got, derived(prov, p))
+				}
 			}
 		}
 	}
-	hits := 0
-	for _, p := range pols[:9] {
-		pr.requirementsOf(p)
-		if _, ok := pr.requirements.slot(p).load(p); ok {
-			hits++
-		}
+	first := pr.recordRequirements(&slots[5], pols[5])
+	if again := pr.recordRequirements(&slots[5], pols[5]); again != first {
+		t.Fatal("a filled slot was derived again")
 	}
-	if hits == 0 {
-		t.Fatal("nothing was cached")
+	if n := testing.AllocsPerRun(100, func() { pr.recordRequirements(&slots[5], pols[5]) }); n != 0 {
+		t.Fatalf("reading a filled slot allocates %v objects", n)
 	}
-	if n := testing.AllocsPerRun(100, func() { pr.requirementsOf(pols[5]) }); n != 0 {
-		t.Fatalf("the cache allocates %v objects", n)
+	var junk atomic.Value
+	junk.Store(&requirements{provider: other})
+	if got := pr.recordRequirements(&junk, pols[0]); *got != derived(pr, pols[0]) {
+		t.Fatalf("another provider's requirements were taken: %+v", *got)
 	}
 }
 
-// TestRequirementsCacheUnderConcurrentFills races readers and writers on
-// shared slots; every answer must be the derivation of the policy asked
-// about (and -race must find nothing).
-func TestRequirementsCacheUnderConcurrentFills(t *testing.T) {
-	f := newFixture(t, nil)
-	pr := f.provider
-	pols := requirementPolicies(2 * requirementsSlots)
+// TestRecordRequirementsUnderConcurrentFills races readers and fillers
+// on shared slots; every answer must be the derivation of the policy
+// asked about (and -race must find nothing).
+func TestRecordRequirementsUnderConcurrentFills(t *testing.T) {
+	pr := newFixture(t, nil).provider
+	pols := requirementPolicies(27)
+	slots := make([]atomic.Value, len(pols))
 	want := make([]requirements, len(pols))
 	for i, p := range pols {
-		want[i] = pr.deriveRequirements(p)
+		want[i] = derived(pr, p)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 4)
@@ -93,8 +98,8 @@ func TestRequirementsCacheUnderConcurrentFills(t *testing.T) {
 			defer wg.Done()
 			for n := 0; n < 20000; n++ {
 				i := (n*7 + g*13) % len(pols)
-				if got := unpacked(pr.requirementsOf(pols[i])); got != want[i] {
-					errs <- fmt.Sprintf("policy %d: %+v, want %+v", i, got, want[i])
+				if got := pr.recordRequirements(&slots[i], pols[i]); *got != want[i] {
+					errs <- fmt.Sprintf("policy %d: %+v, want %+v", i, *got, want[i])
 					return
 				}
 			}

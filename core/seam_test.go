@@ -13,12 +13,12 @@ type stoppedClock struct{ now time.Time }
 func (c stoppedClock) Now() time.Time                  { return c.now }
 func (c stoppedClock) Since(t time.Time) time.Duration { return c.now.Sub(t) }
 
-// AdmitAt is AdmitNow on a clock stopped at now. The permit it returns
-// reads the controller's own clock afterwards, as one from AdmitNow does.
+// AdmitAt is Admit on a clock stopped at now. The permit it returns
+// reads the controller's own clock afterwards, as one from Admit does.
 func (c *AdmissionController) AdmitAt(req *AdmissionRequest, now time.Time) (*AdmissionPermit, error) {
 	at := *c
 	at.clock, at.system = stoppedClock{now}, false
-	p, err := at.AdmitNow(req)
+	p, err := at.Admit(req)
 	if p != nil {
 		p.state().clock = c.clock
 	}

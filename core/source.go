@@ -1,6 +1,10 @@
 package core
 
-import "latent.dev/admission/policy"
+import (
+	"sync/atomic"
+
+	"latent.dev/admission/policy"
+)
 
 // RevisionPolicySource is a pinned, immutable view of deployed revisions
 // (the catalog's Pin satisfies it). Admission asks it, once per request,
@@ -15,23 +19,39 @@ type RevisionPolicySource interface {
 	RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, bool)
 }
 
-// ValidatedRevisionSource is a source that vouches that every identity it
-// holds obeys the identifier character rules: the catalog's Pin does, as
-// the catalog validates each one when a deployment is compiled. For a
-// request whose revision identity such a source holds, step 2 checks the
-// identity's lengths against the node's bounds without scanning its
-// characters again; an identity the source does not hold is scanned, so
-// it still gets step 2's answer before step 5's. A permit points to the
-// source's copy of the identity instead of copying it, which keeps the
-// permit's one allocation small.
-type ValidatedRevisionSource interface {
+// RevisionHandle refers to a source's own immutable record of one
+// revision: its identity, its typed policy and the slot in which
+// admission keeps the node requirements it derives from that policy. A
+// route resolver hands one out beside the identity it resolved
+// (catalog.Pin.Resolve does), and the adapter puts both in the request.
+//
+// Admission trusts nothing a handle says about itself: only the
+// controller's own source, a [RecordSource], may recognise it, and only
+// as one of its own records.
+type RevisionHandle interface {
+	// RevisionIdentity is the identity of the revision the handle refers
+	// to.
+	RevisionIdentity() policy.RevisionIdentity
+}
+
+// RecordSource is a source that keeps one immutable record per revision
+// and whose resolver hands out [RevisionHandle]s to them. Each record
+// carries a requirements slot, so admission derives a revision's node
+// requirements once per record and provider rather than per request.
+//
+// A record is its identity, its policy and its slot: all three pointers
+// stay valid and unchanged for as long as the record is reachable. The
+// slot belongs to admission: nothing else may store into it.
+type RecordSource interface {
 	RevisionPolicySource
-	// VerifiedRevision is RevisionPolicy that also returns the source's
-	// own copy of the identity it verified rev against: equal to rev's
-	// field by field, and, like the policy, never changed afterwards.
-	// When it does not hold rev (false), the identity is nil or any one
-	// the source holds, best the one sharing the most fields with rev:
-	// step 2 checks only the length of a field of rev equal to that
-	// identity's and scans the others.
-	VerifiedRevision(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, *policy.RevisionIdentity, bool)
+	// OwnRecord returns the record h refers to when h is a handle that
+	// this source handed out, recognised by pointer equality: no lookup,
+	// no hash. For any other h (nil, another source's, one of another
+	// view of the same catalog) ok is false. It must not allocate or
+	// block. h is an any (always a RevisionHandle) so that a source in a
+	// package that does not import core can declare the method.
+	OwnRecord(h any) (identity *policy.RevisionIdentity, rev *policy.RevisionPolicy, requirements *atomic.Value, ok bool)
+	// RevisionRecord is RevisionPolicy that returns the whole record:
+	// identity is the source's own, equal to rev's field by field.
+	RevisionRecord(rev *policy.ResolvedRevision) (identity *policy.RevisionIdentity, p *policy.RevisionPolicy, requirements *atomic.Value, ok bool)
 }

@@ -2,8 +2,8 @@ package core
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"latent.dev/admission/core/atomicledger"
 	"latent.dev/admission/core/deadline"
@@ -23,7 +23,8 @@ type decision struct {
 	reservation atomicledger.Reservation
 	fingerprint atomicledger.Fingerprint
 	rev         *policy.RevisionPolicy
-	identity    *policy.RevisionIdentity // a vouching source's copy of the request's; nil for other sources
+	identity    *policy.RevisionIdentity // the record's, equal to the request's; nil from a plain source
+	slot        *atomic.Value            // the record's requirements slot; nil from a plain source
 	// principalListed: step 2 found (tenant, kind, subject) on the
 	// allowlists; reservation.Tenant is the tenant's ID.
 	principalListed bool
@@ -117,11 +118,12 @@ func checkMetadata(req *AdmissionRequest, node *policy.NodeSettings) *rejection 
 }
 
 // checkIdentifiers is step 2, field by field in table order, then the
-// later-phase budget dimensions. A revision identity that a vouching
-// source holds (the catalog validated it when the deployment was
-// compiled) has its lengths checked against the node's bounds but is not
-// scanned again; the lookup is kept for step 5. Any other identity is
-// scanned, so a forged one still gets step 2's answer before step 5's.
+// later-phase budget dimensions. A request whose handle the controller's
+// source recognises as one of its own records, and whose identity is
+// that record's, needs only the identity's lengths checked against the
+// node's bounds: the source validated its characters when it built the
+// record. The record is kept for step 5. Any other identity is scanned,
+// so a forged or edited one still gets step 2's answer before step 5's.
 func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *policy.NodeSettings, d *decision) *rejection {
 	max := node.MaximumIdentifierBytes
 	if !policy.ValidIdentifier(req.ActivationID, max) {
@@ -146,56 +148,33 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 		return errPrincipalService
 	}
 	r := &req.Revision
-	held := &noIdentity
-	if c.vouched != nil {
-		rev, id, ok := c.vouched.VerifiedRevision(r)
-		if ok {
-			d.rev, d.identity = rev, id
-			if revisionFits(r, node) {
-				return checkBudgetDimensions(&req.RequestedBudget)
-			}
-		}
-		if id != nil {
-			held = id
+	if c.records != nil && req.Handle != nil {
+		if id, rev, slot, ok := c.records.OwnRecord(req.Handle); ok && *id == r.RevisionIdentity && revisionFits(r, node) {
+			d.identity, d.rev, d.slot = id, rev, slot
+			return checkBudgetDimensions(&req.RequestedBudget)
 		}
 	}
-	// A field equal to the held identity's is one the source vouches for
-	// and needs only its length checked; any other is scanned.
 	gen := node.MaximumGeneratedIdentifierBytes
 	switch {
-	case !validAs(r.Tenant, held.Tenant, max):
+	case !policy.ValidIdentifier(r.Tenant, max):
 		return errRevisionTenant
-	case !validAs(r.Service, held.Service, max):
+	case !policy.ValidIdentifier(r.Service, max):
 		return errRevisionService
-	case !validAs(r.Route, held.Route, max):
+	case !policy.ValidIdentifier(r.Route, max):
 		return errRevisionRoute
-	case !validAs(r.Contract, held.Contract, max):
+	case !policy.ValidIdentifier(r.Contract, max):
 		return errRevisionContract
-	case !validAs(r.Function, held.Function, max):
+	case !policy.ValidIdentifier(r.Function, max):
 		return errRevisionFunction
-	case !validAs(r.Revision, held.Revision, gen):
+	case !policy.ValidIdentifier(r.Revision, gen):
 		return errRevisionID
-	case !validAs(r.Release, held.Release, gen):
+	case !policy.ValidIdentifier(r.Release, gen):
 		return errReleaseID
 	}
 	return checkBudgetDimensions(&req.RequestedBudget)
 }
 
-// noIdentity is the held identity when a source vouches for none: its
-// empty fields equal no valid identifier.
-var noIdentity policy.RevisionIdentity
-
-// validAs is policy.ValidIdentifier(s, maxBytes) for an s that may equal
-// held, an identifier a vouching source holds (or ""): equal to it, s
-// obeys the character rules and only its length is checked.
-func validAs(s, held string, maxBytes uint32) bool {
-	if len(s) == len(held) && len(s) != 0 && (unsafe.StringData(s) == unsafe.StringData(held) || s == held) {
-		return uint64(len(s)) <= uint64(maxBytes)
-	}
-	return policy.ValidIdentifier(s, maxBytes)
-}
-
-// revisionFits reports whether every field of a vouched identity is
+// revisionFits reports whether every field of a record's identity is
 // within the node's length bounds (the catalog's own bound may be looser).
 func revisionFits(r *policy.ResolvedRevision, node *policy.NodeSettings) bool {
 	max, gen := uint64(node.MaximumIdentifierBytes), uint64(node.MaximumGeneratedIdentifierBytes)
@@ -246,11 +225,22 @@ func (c *AdmissionController) checkPriority(req *AdmissionRequest, d *decision) 
 	return nil
 }
 
-// checkRevision is step 5: the pinned view verifies the whole tuple
-// (already asked at step 2 when the source vouches for its identities).
+// checkRevision is step 5: the pinned view verifies the whole tuple,
+// unless step 2 found the request's own record by its handle.
 func (c *AdmissionController) checkRevision(req *AdmissionRequest, d *decision) *rejection {
-	if c.vouched == nil { // a vouching source was asked at step 2
-		d.rev = c.lookupRevision(&req.Revision)
+	if d.rev != nil {
+		return nil
+	}
+	switch {
+	case c.records != nil:
+		id, rev, slot, ok := c.records.RevisionRecord(&req.Revision)
+		if ok {
+			d.identity, d.rev, d.slot = id, rev, slot
+		}
+	case c.source != nil:
+		if rev, ok := c.source.RevisionPolicy(&req.Revision); ok {
+			d.rev = rev
+		}
 	}
 	if d.rev == nil {
 		return errRevisionMissing
@@ -258,28 +248,24 @@ func (c *AdmissionController) checkRevision(req *AdmissionRequest, d *decision) 
 	return nil
 }
 
-// lookupRevision asks the source for rev's policy; nil when it has none.
-func (c *AdmissionController) lookupRevision(rev *policy.ResolvedRevision) *policy.RevisionPolicy {
-	if c.source == nil {
-		return nil
-	}
-	if p, ok := c.source.RevisionPolicy(rev); ok {
-		return p
-	}
-	return nil
-}
-
 // checkRequirements is step 6: backend, state model, threading and
 // features the node offers, then placement. It records the revision's
 // features as a bitset of the node's features, and its trust class for
-// step 7 (both derived once per revision policy: requirements.go).
+// step 7: derived once per record and provider when the source keeps
+// records (requirements.go), per request otherwise.
 func (c *AdmissionController) checkRequirements(d *decision) *rejection {
-	w := c.provider.requirementsOf(d.rev)
-	if err := w.err(); err != nil {
-		return err
+	var w *requirements
+	if d.slot != nil {
+		w = c.provider.recordRequirements(d.slot, d.rev)
+	} else {
+		w = new(requirements)
+		c.provider.deriveRequirements(d.rev, w)
 	}
-	d.features, d.cells = w.features, w.cells()
-	d.reservation.TrustClass, d.trustKnown = w.trust()
+	if w.err != nil {
+		return w.err
+	}
+	d.features, d.cells = w.features, w.cells
+	d.reservation.TrustClass, d.trustKnown = w.trust, w.trustKnown
 	return nil
 }
 

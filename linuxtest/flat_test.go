@@ -135,7 +135,7 @@ func setUp(t *testing.T) *node {
 		t.Fatal(err)
 	}
 	pin := cat.Pin()
-	rev, err := pin.Resolve(catalog.Target{Tenant: "acme", Service: "thumbs", Route: "resize"}, "key")
+	rev, _, err := pin.Resolve(catalog.Target{Tenant: "acme", Service: "thumbs", Route: "resize"}, "key")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func (n *node) rejectTargets(t *testing.T, prefix string, count int) map[core.Re
 			req.Principal.Tenant = fmt.Sprintf("tenant-%d", i)
 			req.Revision.Tenant = req.Principal.Tenant
 		}
-		_, err := n.ctl.AdmitNow(req)
+		_, err := n.ctl.Admit(req)
 		e, ok := err.(core.Error)
 		if !ok {
 			t.Fatalf("target %d: got %v", i, err)
@@ -187,7 +187,7 @@ func (n *node) rejectTargets(t *testing.T, prefix string, count int) map[core.Re
 func (n *node) cycle(t *testing.T, prefix string, count int) {
 	t.Helper()
 	for i := 0; i < count; i++ {
-		p, err := n.ctl.AdmitNow(n.request(fmt.Sprintf("%s-%d", prefix, i)))
+		p, err := n.ctl.Admit(n.request(fmt.Sprintf("%s-%d", prefix, i)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -124,18 +124,18 @@ func (w *worker) once() {
 			resolvePin = pin
 		}
 	}
-	rev, err := resolvePin.Resolve(target, key)
+	rev, handle, err := resolvePin.Resolve(target, key)
 	if err != nil {
 		w.s.rejected.Add(1)
 		return
 	}
-	req.Revision = *rev
+	req.Revision, req.Handle = *rev, handle
 	if kind == forged {
 		req.Revision.Revision = "rev-forged"
 	}
 	ctl := w.s.base.WithPolicySource(pin)
 	begin := time.Now()
-	p, err := ctl.AdmitNow(&req)
+	p, err := ctl.Admit(&req)
 	w.latency.record(time.Since(begin))
 	if err != nil {
 		w.s.rejected.Add(1)

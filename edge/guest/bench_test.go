@@ -47,7 +47,7 @@ func BenchmarkInvocation(b *testing.B) {
 			input := []byte(bc.input)
 			b.ReportAllocs()
 			for b.Loop() {
-				permit, err := n.controller.AdmitNow(n.request(b, "acme", "guests", a))
+				permit, err := n.controller.Admit(n.request(b, "acme", "guests", a))
 				if err != nil {
 					b.Fatal(err)
 				}

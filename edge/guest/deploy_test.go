@@ -221,7 +221,7 @@ func startOn(t *testing.T, b *guest.Backend, d catalog.Deployment, a ask) (func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	permit, err := n.controller.AdmitNow(n.request(t, d.Tenant, d.Service, a))
+	permit, err := n.controller.Admit(n.request(t, d.Tenant, d.Service, a))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestCancellingTheActivationInterruptsTheGuest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	permit, err := n.controller.AdmitNow(n.request(t, "acme", "guests", ask{route: "upper", input: "!loop", fuel: roomyFuel, memory: 32 << 20}))
+	permit, err := n.controller.Admit(n.request(t, "acme", "guests", ask{route: "upper", input: "!loop", fuel: roomyFuel, memory: 32 << 20}))
 	if err != nil {
 		t.Fatal(err)
 	}

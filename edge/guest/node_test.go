@@ -89,7 +89,7 @@ type ask struct {
 
 func (n *node) request(t testing.TB, tenant, service string, a ask) *core.AdmissionRequest {
 	t.Helper()
-	rev, err := n.catalog.Pin().Resolve(catalog.Target{Tenant: tenant, Service: service, Route: a.route}, "key")
+	rev, _, err := n.catalog.Pin().Resolve(catalog.Target{Tenant: tenant, Service: service, Route: a.route}, "key")
 	if err != nil {
 		t.Fatalf("resolve %s: %v", a.route, err)
 	}
@@ -111,7 +111,7 @@ func (n *node) request(t testing.TB, tenant, service string, a ask) *core.Admiss
 // context as the scheduler would set it.
 func (n *node) runDirect(t *testing.T, r *runner.Runner, pool *cellpool.FixedCellPool, a ask) (runner.Report, time.Duration, error) {
 	t.Helper()
-	permit, err := n.controller.AdmitNow(n.request(t, "acme", "guests", a))
+	permit, err := n.controller.Admit(n.request(t, "acme", "guests", a))
 	if err != nil {
 		t.Fatalf("admit: %v", err)
 	}

@@ -21,7 +21,7 @@
 //     larger body is never read further (admission then answers 413);
 //  5. the route resolves on the current pin (nothing: 404,
 //     revision-not-available, like a forged revision);
-//  6. AdmitNow on the controller of that same pin;
+//  6. Admit on the controller of that same pin;
 //  7. the permit goes to the pipeline, which owns it from then on; the
 //     handler waits for the outcome under the request's context.
 //

@@ -76,7 +76,7 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 
 	v := n.view.Load()
-	rev, err := v.pin.Resolve(catalog.Target{Tenant: tenant, Service: r.PathValue("service"), Route: r.PathValue("route")}, inv.routingKey)
+	rev, handle, err := v.pin.Resolve(catalog.Target{Tenant: tenant, Service: r.PathValue("service"), Route: r.PathValue("route")}, inv.routingKey)
 	if err != nil {
 		// A route that resolves to nothing and a forged revision look
 		// alike (docs/decision-table.md, step 5).
@@ -104,12 +104,13 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 		ActivationID:    inv.activationID,
 		Principal:       core.Principal{Kind: principal.Kind, Subject: principal.Subject, Tenant: principal.Tenant, Service: principal.Service},
 		Revision:        *rev,
+		Handle:          handle,
 		RequestedBudget: inv.budget,
 		Deadline:        inv.deadline,
 		PayloadBytes:    measured,
 		Priority:        inv.priority,
 	}
-	permit, err := v.controller.AdmitNow(&req)
+	permit, err := v.controller.Admit(&req)
 	if err != nil {
 		n.rejectErr(w, err)
 		return
@@ -148,7 +149,7 @@ func (n *Node) authorized(p Principal) bool {
 	return p.Kind != policy.ServicePrincipal || p.Service != ""
 }
 
-// rejectErr answers an error from AdmitNow, which is always a core.Error.
+// rejectErr answers an error from Admit, which is always a core.Error.
 func (n *Node) rejectErr(w http.ResponseWriter, err error) {
 	n.answerAfterAdmission(w, zeroReport, err)
 }

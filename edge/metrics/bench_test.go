@@ -51,7 +51,7 @@ func BenchmarkCycle(b *testing.B) {
 			req := request("acme")
 			b.ReportAllocs()
 			for b.Loop() {
-				p, err := n.controller.AdmitNow(req)
+				p, err := n.controller.Admit(req)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -102,7 +102,7 @@ func TestScrapeAfterAKnownSequence(t *testing.T) {
 	admit := func(req *core.AdmissionRequest) *core.AdmissionPermit {
 		t.Helper()
 		n.clock.set(at(10 * time.Millisecond))
-		p, err := n.controller.AdmitNow(req)
+		p, err := n.controller.Admit(req)
 		require.NoError(t, err)
 		return p
 	}
@@ -126,7 +126,7 @@ func TestScrapeAfterAKnownSequence(t *testing.T) {
 	reject := func(req *core.AdmissionRequest, now time.Duration, reason core.Reason) {
 		t.Helper()
 		n.clock.set(at(now))
-		_, err := n.controller.AdmitNow(req)
+		_, err := n.controller.Admit(req)
 		var e core.Error
 		require.ErrorAs(t, err, &e)
 		require.Equal(t, reason, e.Reason(), "%v", err)
@@ -232,7 +232,7 @@ func TestDistinctRejectedNamesAddNoSeries(t *testing.T) {
 		} else {
 			req.Revision.Service = fmt.Sprintf("svc-%d", i)
 		}
-		_, err := n.controller.AdmitNow(req)
+		_, err := n.controller.Admit(req)
 		require.Error(t, err, "an unknown tenant or service was admitted")
 	}
 	after, _ := scrape(t, reg)

@@ -29,7 +29,7 @@
 // # Cost and cardinality
 //
 // The collector keeps no counters of its own and adds nothing to the
-// admission path: Collect reads core's striped counters, one
+// admission path: Collect reads core's operator counters, one
 // [core.LocalQuotaProvider.Usage] (the ledger's mutex, taken once, so a
 // scrape is consistent across scopes) and the load state's current
 // sample; the runner's outcome counters ([runner.Runner.Count]) and the

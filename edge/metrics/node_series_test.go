@@ -127,7 +127,7 @@ func TestActivationOutcomesAfterAKnownSequence(t *testing.T) {
 
 	// Cancelled by its caller while running.
 	ctx, cancel := context.WithCancel(context.Background())
-	permit, err := n.controller.AdmitNow(request("acme"))
+	permit, err := n.controller.Admit(request("acme"))
 	require.NoError(t, err)
 	a, err := n.pipe.Submit(ctx, permit, []byte("canceled"))
 	require.NoError(t, err)
@@ -198,7 +198,7 @@ func TestQueueWaitHistogramAfterKnownWaits(t *testing.T) {
 		clock.set(t0.Add(at))
 		req := request("acme")
 		req.Priority = priority
-		permit, err := n.controller.AdmitNow(req)
+		permit, err := n.controller.Admit(req)
 		require.NoError(t, err)
 		a, err := n.pipe.Submit(context.Background(), permit, nil)
 		require.NoError(t, err)

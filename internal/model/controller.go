@@ -36,10 +36,10 @@ func (c *Controller) WithPolicySource(source core.RevisionPolicySource) *Control
 // Model returns the model whose ledger the controller uses.
 func (c *Controller) Model() *Model { return c.model }
 
-// AdmitNow decides req at the current time: the clock is read once before
+// Admit decides req at the current time: the clock is read once before
 // the checks and again under the mutex, and the second reading (never
 // earlier than the first) is what the final checks use.
-func (c *Controller) AdmitNow(req *core.AdmissionRequest) (*Permit, error) {
+func (c *Controller) Admit(req *core.AdmissionRequest) (*Permit, error) {
 	first := c.clock.Now()
 	return c.admit(req, first, func() time.Time {
 		second := c.clock.Now()

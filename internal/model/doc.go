@@ -25,14 +25,14 @@
 //
 // # Decision order
 //
-// [Controller.AdmitAt] and [Controller.AdmitNow] run the table's steps 1
+// [Controller.AdmitAt] and [Controller.Admit] run the table's steps 1
 // to 12 without the mutex (they read only immutable data), then take the
-// mutex for step 13: read the clock again (AdmitNow only; never earlier
+// mutex for step 13: read the clock again (Admit only; never earlier
 // than the first reading), judge the caller deadline and the load sample
 // again, then duplicate, capacity and feasibility, and only then commit.
 // The effective deadline is bound from the first reading. A load sample
 // observed after the first reading was published after it, so step 12
-// judges it at a fresh reading instead of calling it future-dated. AdmitNow reads
+// judges it at a fresh reading instead of calling it future-dated. Admit reads
 // the clock once before any check and once under the mutex, every time;
 // core skips the first reading for requests that steps 1 to 4 reject,
 // which no time can change, so the answers are the same.

@@ -1,6 +1,6 @@
 // Package scenario decodes and runs scenario files (docs/scenarios.md): a
 // node policy, a catalog and a list of steps that drive the real library
-// through its public entry points (AdmitNow, EnsureSchedulableAt,
+// through its public entry points (Admit, EnsureSchedulableAt,
 // StartExecution) on a virtual clock that reads each step's time.
 //
 // # Decoding

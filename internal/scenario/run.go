@@ -194,14 +194,14 @@ func (r *runner) admit(st *Step, now time.Time) Answer {
 		pin = p
 	}
 	req := st.Request.Request // a copy: the step stays reusable
-	rev, err := pin.Resolve(st.Request.Target, st.Request.RoutingKey)
+	rev, handle, err := pin.Resolve(st.Request.Target, st.Request.RoutingKey)
 	if err != nil {
 		// The adapter answers an unresolvable target like a missing revision.
 		return failure(core.ErrRevisionNotAvailable)
 	}
 	st.Tamper.apply(rev)
-	req.Revision = *rev
-	p, err := r.base.WithPolicySource(pin).AdmitNow(&req)
+	req.Revision, req.Handle = *rev, handle
+	p, err := r.base.WithPolicySource(pin).Admit(&req)
 	if err != nil {
 		return failure(err)
 	}

@@ -285,7 +285,7 @@ func TestDegradedClassStopsAdmissionUntilPoolAgrees(t *testing.T) {
 		n.Publish(t, s)
 	}
 	admit := func(a nodetest.Ask) error {
-		permit, err := n.Controller.AdmitNow(nodetest.Request(a))
+		permit, err := n.Controller.Admit(nodetest.Request(a))
 		if err == nil {
 			permit.Release()
 		}

@@ -103,7 +103,7 @@ func TestFailingReadsFailAdmissionClosedAndRecover(t *testing.T) {
 	}
 	admit := func(at time.Duration) error {
 		clock.set(t0.Add(at))
-		p, err := controller.AdmitNow(nodetest.Request(nodetest.Ask{}))
+		p, err := controller.Admit(nodetest.Request(nodetest.Ask{}))
 		if err == nil {
 			p.Release()
 		}

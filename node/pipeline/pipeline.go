@@ -75,7 +75,7 @@ func (p *Pipeline) Submit(ctx context.Context, permit *core.AdmissionPermit, inp
 // cancelled and Invoke returns at once, while the activation's goroutine
 // keeps the reservation until the guest has stopped.
 func (p *Pipeline) Invoke(ctx context.Context, controller *core.AdmissionController, req *core.AdmissionRequest, input []byte) (runner.Report, error) {
-	permit, err := controller.AdmitNow(req)
+	permit, err := controller.Admit(req)
 	if err != nil {
 		return runner.Report{}, err
 	}

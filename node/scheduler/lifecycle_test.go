@@ -142,7 +142,7 @@ func TestAdmissionBoundsTheQueueFirst(t *testing.T) {
 		r.submit(t, context.Background(), nodetest.Ask{Priority: 7}, j)
 		jobs = append(jobs, j)
 	}
-	_, err := r.node.Controller.AdmitNow(nodetest.Request(nodetest.Ask{Priority: 7}))
+	_, err := r.node.Controller.Admit(nodetest.Request(nodetest.Ask{Priority: 7}))
 	var e core.Error
 	if !errors.As(err, &e) || e.Scope() != core.ScopeQueueClass || e.Reason() != core.ReasonCapacityExhausted {
 		t.Fatalf("got %v, want queue-class capacity-exhausted", err)
@@ -230,7 +230,7 @@ func TestFailedStartReleasesTheLease(t *testing.T) {
 	clock := &nodetest.ShiftClock{}
 	ctl := r.node.Provider.Controller(core.ControllerConfig{Source: r.node.Source, Load: r.node.Load, Clock: clock})
 	release := r.holdAll(t, policy.Tiny)
-	p, err := ctl.AdmitNow(nodetest.Request(nodetest.Ask{}))
+	p, err := ctl.Admit(nodetest.Request(nodetest.Ask{}))
 	if err != nil {
 		t.Fatal(err)
 	}

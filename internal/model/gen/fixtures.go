@@ -2,6 +2,7 @@ package gen
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"latent.dev/admission/policy"
@@ -53,9 +54,14 @@ func (c *Clock) Arm(first, then time.Time) {
 }
 
 // Source is an immutable in-memory revision policy source: one
-// generation of deployed revisions, each a full identity tuple.
+// generation of deployed revisions, each a full identity tuple. It is a
+// core.RecordSource: each entry is a record with a requirements slot, and
+// Handle hands out handles to them, as a catalog pin's Resolve does.
 type Source struct {
 	Entries []Entry
+
+	once  sync.Once
+	slots []atomic.Value // requirements slot of Entries[i]; made on first use
 }
 
 // Entry is one deployed revision.
@@ -64,14 +70,57 @@ type Entry struct {
 	Policy   *policy.RevisionPolicy
 }
 
-// RevisionPolicy verifies every field of the tuple, as a pinned view does.
-func (s *Source) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, bool) {
+// Handle refers to one entry of one source.
+type Handle struct {
+	source *Source
+	index  int
+}
+
+// RevisionIdentity is the identity of the entry h refers to.
+func (h *Handle) RevisionIdentity() policy.RevisionIdentity {
+	return h.source.Entries[h.index].Revision.RevisionIdentity
+}
+
+// Handle returns a handle to Entries[i].
+func (s *Source) Handle(i int) *Handle { return &Handle{s, i} }
+
+func (s *Source) slot(i int) *atomic.Value {
+	s.once.Do(func() { s.slots = make([]atomic.Value, len(s.Entries)) })
+	return &s.slots[i]
+}
+
+// find returns the index of the entry whose tuple is rev's, or -1.
+func (s *Source) find(rev *policy.ResolvedRevision) int {
 	for i := range s.Entries {
 		e := &s.Entries[i].Revision
 		if e.Tenant == rev.Tenant && e.Service == rev.Service && e.Route == rev.Route && e.Contract == rev.Contract &&
 			e.Function == rev.Function && e.Revision == rev.Revision && e.Release == rev.Release && e.Generation == rev.Generation {
-			return s.Entries[i].Policy, true
+			return i
 		}
 	}
+	return -1
+}
+
+// RevisionPolicy verifies every field of the tuple, as a pinned view does.
+func (s *Source) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionPolicy, bool) {
+	if i := s.find(rev); i >= 0 {
+		return s.Entries[i].Policy, true
+	}
 	return nil, false
+}
+
+// RevisionRecord is RevisionPolicy that returns the whole record.
+func (s *Source) RevisionRecord(rev *policy.ResolvedRevision) (*policy.RevisionIdentity, *policy.RevisionPolicy, *atomic.Value, bool) {
+	if i := s.find(rev); i >= 0 {
+		return &s.Entries[i].Revision.RevisionIdentity, s.Entries[i].Policy, s.slot(i), true
+	}
+	return nil, nil, nil, false
+}
+
+// OwnRecord returns the record of a handle this source made.
+func (s *Source) OwnRecord(h any) (*policy.RevisionIdentity, *policy.RevisionPolicy, *atomic.Value, bool) {
+	if own, ok := h.(*Handle); ok && own != nil && own.source == s {
+		return &s.Entries[own.index].Revision.RevisionIdentity, s.Entries[own.index].Policy, s.slot(own.index), true
+	}
+	return nil, nil, nil, false
 }

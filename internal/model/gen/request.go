@@ -17,8 +17,19 @@ import (
 // any of revisions; then, often, it is broken in one way.
 func Request(t *rapid.T, p *policy.NodeAdmissionPolicy, revisions []policy.ResolvedRevision, current *Source, now time.Time) *core.AdmissionRequest {
 	rev := Pick(t, revisions, "req.revision")
+	var handle core.RevisionHandle
 	if current != nil && Chance(t, 7, 8, "req.revision.current") {
-		rev = Pick(t, current.Entries, "req.revision.entry").Revision
+		i := Int(t, 0, len(current.Entries)-1, "req.revision.entry")
+		rev = current.Entries[i].Revision
+		// Most requests carry the handle the resolver gave them (which
+		// breakRequest may then contradict by editing the identity);
+		// some carry another entry's.
+		switch {
+		case Chance(t, 3, 4, "req.handle"):
+			handle = current.Handle(i)
+		case Chance(t, 1, 2, "req.handle.other"):
+			handle = current.Handle(Int(t, 0, len(current.Entries)-1, "req.handle.entry"))
+		}
 	}
 	principal := core.Principal{Kind: policy.UserPrincipal, Subject: "alice", Tenant: rev.Tenant}
 	for _, tp := range p.Tenants {
@@ -35,6 +46,7 @@ func Request(t *rapid.T, p *policy.NodeAdmissionPolicy, revisions []policy.Resol
 		ActivationID: Pick(t, activationIDs, "req.id"),
 		Principal:    principal,
 		Revision:     rev,
+		Handle:       handle,
 		RequestedBudget: policy.Budget{
 			CPUFuel:     uint64(Int(t, 1, 9, "req.fuel")),
 			MemoryBytes: uint64(Int(t, 1, 9, "req.memory")),

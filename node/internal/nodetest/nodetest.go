@@ -191,7 +191,7 @@ func Request(a Ask) *core.AdmissionRequest {
 // Admit admits a with the live clock and fails the test on rejection.
 func (n *Node) Admit(t testing.TB, a Ask) *core.AdmissionPermit {
 	t.Helper()
-	p, err := n.Controller.AdmitNow(Request(a))
+	p, err := n.Controller.Admit(Request(a))
 	if err != nil {
 		t.Fatalf("admit %+v: %v", a, err)
 	}

@@ -1,0 +1,189 @@
+package core
+
+import (
+	"strings"
+	"testing"
+	"unsafe"
+
+	"latent.dev/admission/policy"
+)
+
+// TestHandles checks the fast path for a request whose handle the
+// controller's source recognises: it is taken only for the source's own
+// record with the request's identity unchanged, and every other request
+// gets the answer the same identity gets without a handle.
+func TestHandles(t *testing.T) {
+	long := strings.Repeat("r", 65) // the fixture node allows 64 bytes
+	other := &mapSource{}
+	other.add(resizeRevision(), resizePolicy())
+	cases := []struct {
+		name   string
+		handle func(f *fixture) RevisionHandle
+		edit   func(r *policy.ResolvedRevision) // changes the request's identity after resolution
+		want   *rejection
+		looks  int // lookups by identity
+	}{
+		{name: "the source's own handle is admitted without a lookup",
+			handle: func(f *fixture) RevisionHandle { return f.source.handle(resizeRevision().RevisionIdentity) }},
+		{name: "no handle is looked up",
+			handle: func(f *fixture) RevisionHandle { return nil }, looks: 1},
+		{name: "a typed nil handle is looked up",
+			handle: func(f *fixture) RevisionHandle { return (*mapHandle)(nil) }, looks: 1},
+		{name: "another source's handle is looked up",
+			handle: func(f *fixture) RevisionHandle { return other.handle(resizeRevision().RevisionIdentity) }, looks: 1},
+		{name: "an edited revision ID is step 5's answer",
+			handle: func(f *fixture) RevisionHandle { return f.source.handle(resizeRevision().RevisionIdentity) },
+			edit:   func(r *policy.ResolvedRevision) { r.Revision = "rev-other" }, want: errRevisionMissing, looks: 1},
+		{name: "an edited generation is step 5's answer",
+			handle: func(f *fixture) RevisionHandle { return f.source.handle(resizeRevision().RevisionIdentity) },
+			edit:   func(r *policy.ResolvedRevision) { r.Generation++ }, want: errRevisionMissing, looks: 1},
+		{name: "an edited function with a space is step 2's answer, not step 5's",
+			handle: func(f *fixture) RevisionHandle { return f.source.handle(resizeRevision().RevisionIdentity) },
+			edit:   func(r *policy.ResolvedRevision) { r.Function = "re size" }, want: errRevisionFunction},
+		{name: "an edited route beyond the node's bound is step 2's answer",
+			handle: func(f *fixture) RevisionHandle { return f.source.handle(resizeRevision().RevisionIdentity) },
+			edit:   func(r *policy.ResolvedRevision) { r.Route = long }, want: errRevisionRoute},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, withHandle := range []bool{true, false} {
+				f := newFixture(t, nil)
+				req := request("h")
+				if withHandle {
+					req.Handle = tc.handle(f)
+				}
+				if tc.edit != nil {
+					tc.edit(&req.Revision)
+				}
+				f.source.looked.Store(0)
+				p, err := f.ctl.AdmitAt(req, at(0))
+				switch {
+				case tc.want == nil && err != nil:
+					t.Fatalf("handle %v: got %v, want admission", withHandle, err)
+				case tc.want != nil && err != tc.want.err():
+					t.Fatalf("handle %v: got %v, want %v", withHandle, err, tc.want.err())
+				}
+				if p != nil {
+					if got := p.Grant().Revision; got != resizeRevision().RevisionIdentity {
+						t.Fatalf("granted %+v", got)
+					}
+					p.Release()
+				}
+				looks := tc.looks
+				if !withHandle && tc.want != errRevisionFunction && tc.want != errRevisionRoute {
+					looks = 1
+				}
+				if got := f.source.looked.Load(); got != int64(looks) {
+					t.Fatalf("handle %v: %d lookups, want %d", withHandle, got, looks)
+				}
+			}
+		})
+	}
+	t.Run("a held identity beyond the node's bound is step 2's answer, field by field", func(t *testing.T) {
+		fields := []struct {
+			set  func(r *policy.ResolvedRevision, v string)
+			n    int // the node allows one byte less
+			want *rejection
+		}{
+			{func(r *policy.ResolvedRevision, v string) { r.Tenant = v }, 65, errRevisionTenant},
+			{func(r *policy.ResolvedRevision, v string) { r.Service = v }, 65, errRevisionService},
+			{func(r *policy.ResolvedRevision, v string) { r.Route = v }, 65, errRevisionRoute},
+			{func(r *policy.ResolvedRevision, v string) { r.Contract = v }, 65, errRevisionContract},
+			{func(r *policy.ResolvedRevision, v string) { r.Function = v }, 65, errRevisionFunction},
+			{func(r *policy.ResolvedRevision, v string) { r.Revision = v }, 97, errRevisionID},
+			{func(r *policy.ResolvedRevision, v string) { r.Release = v }, 97, errReleaseID},
+		}
+		for _, fc := range fields {
+			for _, n := range []int{fc.n, fc.n - 1} {
+				f := newFixture(t, nil)
+				src := &mapSource{}
+				held := resizeRevision()
+				fc.set(&held, strings.Repeat("x", n))
+				src.add(held, resizePolicy())
+				req := request("v")
+				req.Revision, req.Handle = held, src.handle(held.RevisionIdentity)
+				p, err := f.ctl.WithPolicySource(src).AdmitAt(req, at(0))
+				switch {
+				case n == fc.n && err != fc.want.err():
+					t.Errorf("%v: got %v", fc.want.err(), err)
+				case n < fc.n && fc.want == errRevisionTenant:
+					// At the bound an unknown tenant is step 3's answer.
+					wantError(t, err, CodePermissionDenied, ScopePrincipal, DimIdentity, ReasonPrincipalNotAuthorized, false)
+				case n < fc.n && err != nil:
+					t.Errorf("%v at the bound: %v", fc.want.err(), err)
+				}
+				if p != nil {
+					p.Release()
+				}
+			}
+		}
+	})
+	t.Run("a principal that is not allowed is step 3's answer", func(t *testing.T) {
+		f := newFixture(t, nil)
+		req := request("v")
+		req.Handle = f.source.handle(req.Revision.RevisionIdentity)
+		req.Principal.Subject = "mallory"
+		_, err := f.ctl.AdmitAt(req, at(0))
+		wantError(t, err, CodePermissionDenied, ScopePrincipal, DimIdentity, ReasonPrincipalNotAuthorized, false)
+	})
+	t.Run("a plain source ignores handles and scans", func(t *testing.T) {
+		f := newFixture(t, nil)
+		ctl := f.ctl.WithPolicySource(plainSource{f.source})
+		if ctl.records != nil {
+			t.Fatal("a plain source was taken for a record source")
+		}
+		req := request("v")
+		req.Handle = f.source.handle(req.Revision.RevisionIdentity)
+		p, err := ctl.AdmitAt(req, at(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Release()
+		req.Revision.Route = long
+		_, err = ctl.AdmitAt(req, at(0))
+		wantError(t, err, CodeInvalidArgument, ScopeRevision, DimRoute, ReasonIdentifierInvalid, false)
+	})
+}
+
+// TestPermitIdentityIsVerifiedAndImmutable: through a record source the
+// permit points to the record's identity; through a plain one it holds a
+// copy of its own. Either way the grant reports the verified identity, a
+// caller changing its request afterwards changes nothing, and a dropped
+// permit is reclaimed.
+func TestPermitIdentityIsVerifiedAndImmutable(t *testing.T) {
+	f := newFixture(t, nil)
+	want := resizeRevision().RevisionIdentity
+	for name, ctl := range map[string]*AdmissionController{"record": f.ctl, "plain": f.ctl.WithPolicySource(plainSource{f.source})} {
+		t.Run(name, func(t *testing.T) {
+			req := request("id-" + name)
+			p, err := ctl.AdmitAt(req, at(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := p.state()
+			if own := s.identity == &f.source.entries[0].rev.RevisionIdentity; own != (name == "record") {
+				t.Fatalf("the permit points to the record's identity: %v", own)
+			}
+			req.Revision.Revision, req.Revision.Tenant = "changed", "changed"
+			if got := p.Grant().Revision; got != want {
+				t.Fatalf("grant identity %+v, want %+v", got, want)
+			}
+			func() { _, _ = ctl.AdmitAt(request("dropped-"+name), at(0)) }()
+			before := f.provider.Metrics().Leaked
+			if !waitForLeak(t, func() bool { return f.provider.Metrics().Leaked == before+1 }) {
+				t.Fatal("a dropped permit was not reclaimed")
+			}
+			p.Release()
+		})
+	}
+	f.isZero(t)
+}
+
+// TestPermitBlockIsSmall keeps the one allocation of an admission through a
+// record source within the 160-byte size class: its identity and policy
+// are pointers to the record's.
+func TestPermitBlockIsSmall(t *testing.T) {
+	if n := unsafe.Sizeof(permitBlock{}); n > 160 {
+		t.Fatalf("a permit block is %d bytes", n)
+	}
+}
