@@ -238,6 +238,8 @@ func startOn(t *testing.T, b *guest.Backend, d catalog.Deployment, a ask) (func(
 		defer cancel()
 		act := r.NewActivation([]byte(a.input))
 		act.Run(ctx, exec, lease)
+		exec.Release() // the scheduler's, once Run returns
+		act.End(nil)
 		rep, _ := act.Wait(context.Background())
 		if n.provider.LiveReservations() != 0 {
 			return rep, errors.New("permit not released")
@@ -329,6 +331,8 @@ func TestCancellingTheActivationInterruptsTheGuest(t *testing.T) {
 	time.AfterFunc(100*time.Millisecond, cancel)
 	act := r.NewActivation([]byte("!loop"))
 	act.Run(ctx, exec, lease)
+	exec.Release() // the scheduler's, once Run returns
+	act.End(nil)
 	rep, err := act.Wait(context.Background())
 	if rep.Outcome != runner.Canceled || !errors.Is(err, runner.ErrCanceled) || rep.Disposition != runner.Released {
 		t.Fatalf("report %+v, %v", rep, err)

@@ -128,6 +128,8 @@ func (n *node) runDirect(t *testing.T, r *runner.Runner, pool *cellpool.FixedCel
 	act := r.NewActivation([]byte(a.input))
 	start := time.Now()
 	act.Run(ctx, exec, lease)
+	exec.Release() // the scheduler's, once Run returns
+	act.End(nil)
 	rep, err := act.Wait(context.Background())
 	return rep, time.Since(start), err
 }

@@ -51,7 +51,8 @@ var hostRuleEndpoints = []struct {
 	{http.MethodPut, "/v1/admin/artifacts/sha256/" + strings.Repeat("b", 64), http.StatusBadRequest},
 	{http.MethodPut, "/v1/admin/deployments/acme/fresh", http.StatusBadRequest},
 	{http.MethodDelete, "/v1/admin/deployments/acme/nosuch", http.StatusNotFound},
-	{http.MethodGet, "/debug/pprof/", http.StatusNotFound},
+	{http.MethodGet, "/debug/pprof/", http.StatusOK},
+	{http.MethodGet, "/debug/pprof/heap", http.StatusOK},
 	{http.MethodGet, "/debug/vars", http.StatusNotFound},
 }
 
