@@ -40,7 +40,6 @@ type decision struct {
 	derived     bool
 	sinceBase   time.Duration
 	parallelism uint64
-	sample      *LoadSample
 }
 
 // checkRequest runs steps 1 to 4: the request's own metadata,
@@ -254,18 +253,18 @@ func (c *AdmissionController) checkRevision(req *AdmissionRequest, d *decision) 
 // step 7: derived once per record and provider when the source keeps
 // records (requirements.go), per request otherwise.
 func (c *AdmissionController) checkRequirements(d *decision) *rejection {
-	var w *requirements
+	var reqs *requirements
 	if d.slot != nil {
-		w = c.provider.recordRequirements(d.slot, d.rev)
+		reqs = c.provider.recordRequirements(d.slot, d.rev)
 	} else {
-		w = new(requirements)
-		c.provider.deriveRequirements(d.rev, w)
+		reqs = new(requirements)
+		c.provider.deriveRequirements(d.rev, reqs)
 	}
-	if w.err != nil {
-		return w.err
+	if reqs.err != nil {
+		return reqs.err
 	}
-	d.features, d.cells = w.features, w.cells
-	d.reservation.TrustClass, d.trustKnown = w.trust, w.trustKnown
+	d.features, d.cells = reqs.features, reqs.cells
+	d.reservation.TrustClass, d.trustKnown = reqs.trust, reqs.trustKnown
 	return nil
 }
 
@@ -419,7 +418,6 @@ func (c *AdmissionController) checkLoad(d *decision) *rejection {
 	if err := loadVerdict(sample, ok, age, elapsed, &c.provider.node.Overload); err != nil {
 		return err
 	}
-	d.sample = sample
 	return nil
 }
 
@@ -517,7 +515,7 @@ func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionReq
 	case deadline.Infeasible:
 		return atomicledger.Ticket{}, errQueueInfeasible
 	case deadline.InfeasibleAlways, deadline.Overflow:
-		return atomicledger.Ticket{}, errQueueInfeasibleNo
+		return atomicledger.Ticket{}, errQueueNeverFeasible
 	}
 	return tx.Reserve(d.fingerprint, req.ActivationID, *r), nil
 }
