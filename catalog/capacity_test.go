@@ -60,7 +60,7 @@ func TestCapacityIsEnforcedAndAFailedDeployChangesNothing(t *testing.T) {
 			if g := mustDeploy(t, c, weighted("acme", "thumbs", 1, 0)); g != 3 {
 				t.Fatalf("replacement generation %d, want 3", g)
 			}
-			if u := c.Pin().Usage(); u.Revisions != 3 || u.PolicyBytes != 3*one {
+			if u := c.Pin().CapacityUse(); u.Revisions != 3 || u.PolicyBytes != 3*one {
 				t.Fatalf("usage %+v", u)
 			}
 			// Deleting frees capacity.

@@ -18,7 +18,7 @@ type deployment struct {
 	generation uint64
 	routes     []route        // file order: the store keeps it
 	routeIndex map[string]int // route name -> index in routes; nil for a few routes, which are compared by name
-	usage      Usage
+	usage      CapacityUse
 }
 
 // linearRoutes is the most routes a deployment finds by comparing names;

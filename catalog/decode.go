@@ -74,7 +74,7 @@ func decodeCatalogValue(d *strictjson.Decoder, v *strictjson.Value, requireCapac
 
 // checkCapacity reports a file whose deployments do not fit its capacity.
 func checkCapacity(d *strictjson.Decoder, path string, f File) {
-	var usage Usage
+	var usage CapacityUse
 	for _, dep := range f.Deployments {
 		for _, rt := range dep.Routes {
 			for _, rev := range rt.Revisions {

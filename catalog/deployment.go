@@ -12,8 +12,8 @@ type Capacity struct {
 // GenerousCapacity is the capacity of a scenario catalog that names none.
 var GenerousCapacity = Capacity{MaxRevisions: 1 << 20, MaxPolicyBytes: 1 << 30}
 
-// Usage is what a catalog's deployments hold against its capacity.
-type Usage struct {
+// CapacityUse is what a catalog's deployments hold against its capacity.
+type CapacityUse struct {
 	Revisions   uint64
 	PolicyBytes uint64
 }

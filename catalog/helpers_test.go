@@ -67,7 +67,7 @@ func mustResolve(t testing.TB, p *Pin, target Target, key string) *policy.Resolv
 // view is everything a pin answers, for comparing two pins.
 type view struct {
 	Generation  uint64
-	Usage       Usage
+	Usage       CapacityUse
 	Deployments map[DeploymentKey]Deployment
 	Generations map[DeploymentKey]uint64
 	Resolved    map[string]*policy.ResolvedRevision
@@ -80,7 +80,7 @@ func snapshotView(t testing.TB, p *Pin) view {
 	t.Helper()
 	v := view{
 		Generation:  p.Generation(),
-		Usage:       p.Usage(),
+		Usage:       p.CapacityUse(),
 		Deployments: map[DeploymentKey]Deployment{},
 		Generations: map[DeploymentKey]uint64{},
 		Resolved:    map[string]*policy.ResolvedRevision{},

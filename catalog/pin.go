@@ -21,7 +21,7 @@ import (
 type Pin struct {
 	generation uint64
 	index      index
-	usage      Usage
+	usage      CapacityUse
 }
 
 // Handle refers to the pin's own record of the revision [Pin.Resolve]
@@ -61,8 +61,8 @@ func (p *Pin) lookup(tenant, service string) *deployment {
 // Generation is the catalog generation the pin was taken at.
 func (p *Pin) Generation() uint64 { return p.generation }
 
-// Usage is what the pin's deployments hold against the catalog capacity.
-func (p *Pin) Usage() Usage { return p.usage }
+// CapacityUse is what the pin's deployments hold against the catalog capacity.
+func (p *Pin) CapacityUse() CapacityUse { return p.usage }
 
 // Len is the number of deployments in the pin.
 func (p *Pin) Len() int { return p.index.count }

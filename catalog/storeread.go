@@ -169,7 +169,7 @@ func decodeLog(lr *logReader) (*decodedStore, *formatError, error) {
 type viewBuilder struct {
 	capacity   Capacity
 	index      index
-	usage      Usage
+	usage      CapacityUse
 	edit       uint64
 	generation uint64 // of the last commit
 	issued     uint64 // of the last commit

@@ -324,7 +324,7 @@ func (n *Node) snapshot(w http.ResponseWriter, _ *http.Request) {
 		load = map[string]any{"sequence": s.Sequence, "observed_at_unix_ms": s.ObservedAt.UnixMilli(), "cpu": s.CPUPressure,
 			"memory": s.MemoryPressure, "age_ms": time.Since(s.ObservedAt).Milliseconds()}
 	}
-	catUsage := pin.Usage()
+	catUsage := pin.CapacityUse()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"catalog": map[string]any{"generation": pin.Generation(), "deployments": deployments, "revisions": catUsage.Revisions,
 			"policy_bytes": catUsage.PolicyBytes},
