@@ -132,184 +132,45 @@
 // and the sum of those sizes over its current deployments; a Deploy that
 // would exceed either fails with [ErrCapacityExceeded] and changes nothing.
 //
-// # Store format
+// # The store: design and invariants
 //
-// A store is one file, [StoreFileName], in a directory the catalog owns:
-// an append-only log of checksummed records, grouped into transactions
-// that each end in a commit record.
+// A store ([Create], [Open]) is one append-only log file,
+// [StoreFileName], in a directory the catalog owns; docs/catalog-store.md
+// has its byte layout, the durability rule, the limits, what each failure
+// leaves on disk, and measured costs. What the code keeps true:
 //
-//	file        = magic "LATCAT\x00\x03", header, transaction...
-//	record      = kind (1 byte) | length (4 bytes, big endian)
-//	              | CRC-32C(kind | length) | payload | SHA-256(kind | length | payload)
-//	transaction = change record... commit record
+//   - One owner. [Create] and [Open] take an exclusive flock(2) on the
+//     directory's catalog.lock and hold it until [Catalog.Close]; every
+//     other opener fails at once with [ErrStoreInUse] and touches nothing.
+//     Everything that needs one owner (creating the first store, reading
+//     it, removing crashed writers' temporary files, handing out
+//     generations) happens under that lock.
+//   - Write, then publish. A change is appended (or the store rewritten)
+//     and fsynced before any pin shows it; a change whose write failed is
+//     never published, and the next successful write rewrites the file
+//     from the published view. [Open] fsyncs the file and the directory
+//     before it serves a view, and [Create] every directory it made, so a
+//     power loss never takes back something a pin served.
+//   - Generations are never reused for other content: every commit
+//     records the highest generation handed out, a reopened catalog goes
+//     on above it, and an encode failure (nothing written) spends none.
+//   - All or nothing. [Open] checks every record's CRC-32C and SHA-256 and
+//     every commit's chain digest before it interprets anything, applies a
+//     transaction only once its commit checked, rebuilds each deployment
+//     through the same validation as Deploy, and insists every record is
+//     byte for byte what the writer would write. A torn tail (the file
+//     ends, or turns to zeros, inside the last transaction) is dropped
+//     back to the last commit; anything else is damage and refused with a
+//     *[StoreError] naming the file, the record and the reason. There is
+//     no partial catalog.
+//   - Bounded. Open streams the file, refuses one over the maximum size
+//     before reading it, and holds the view plus one transaction; a
+//     record fits its 16 MiB cap because validation bounds each policy
+//     list ([MaxPolicyListEntries]).
+//   - Writers never wait on the catalog's size. An append writes only what
+//     changed; a compaction writes its snapshot outside the mutex and
+//     holds it only to append what was committed meanwhile and swap the
+//     file.
 //
-// The header holds the format version (3) and the capacity. A deployment
-// is a deployment record (tenant, service, generation, number of routes)
-// followed per route by a route record (name, contract, function, number
-// of revisions) and its revision records (the canonical policy records);
-// a delete is one record naming (tenant, service). A commit holds the
-// generation, the highest generation handed out, the number of records in
-// its transaction, and a chain digest: SHA-256 of the previous commit's
-// digest (for the first, of the magic and header) and the bytes of the
-// transaction's records, so every commit vouches for the whole file
-// before it. The CRC of the kind and length tells a damaged length from a
-// file that ends early.
-//
-// The first transaction is a snapshot: every deployment of a view, oldest
-// generation first, each at its own generation. A rewrite (below) writes
-// such a file; every later change appends one transaction, its
-// deployments at its commit's generation, which must exceed every
-// generation the file handed out before. Identities are not stored: they
-// are recomputed from content. [Open] checks every record's CRC and
-// SHA-256 and every commit's chain digest before it interprets anything,
-// applies each transaction only once its commit has checked, rebuilds each
-// deployment through the same compilation and validation as Deploy, and
-// insists that every record is byte for byte what the writer would write.
-// Any failure is a *[StoreError] naming the file, the record and the
-// reason ([ErrStoreMissing], [ErrTruncated], [ErrChecksumMismatch],
-// [ErrMalformed]); there is no partial catalog.
-//
-// # Formats
-//
-// Format 3, the log described here, is the first format a release
-// wrote; a file that does not begin with its magic is "not a catalog
-// store".
-//
-// # Appends, torn tails and rewrites
-//
-// A change encodes only what it changes (its deployments' records, or a
-// delete record, and a commit), writes them at the end of the file in one
-// write and fsyncs once. Its cost does not depend on the catalog's size.
-// A store-backed catalog writes before it publishes, so a change whose
-// write failed is never visible in a pin.
-//
-// A crash during an append leaves a torn tail: the file ends inside the
-// transaction, or from some byte of it on, however few bytes before its
-// end, holds only zeros (the file grew before its data reached the disk;
-// zeros that begin inside a checksum follow the right bytes of it). Open
-// drops a torn tail back to the
-// last commit, cuts it off the file and appends from there; nothing of an
-// uncommitted transaction is ever visible, and every acknowledged change
-// was fsynced, so it lies before the tail. Anything else that fails a
-// check is damage, and Open refuses it, in the last transaction too: a
-// flipped bit is not a torn write. A store cut short at any byte after its
-// first commit opens at the last commit before the cut, because an
-// append-only file cannot tell that cut from a crash; a store cut before
-// its first commit is [ErrTruncated]. A torn tail whose lost page is
-// followed by data that did reach the disk (writeback reordered within
-// one append) reads as damage and is refused; on the file systems Linux
-// uses for such stores an append's data reaches the disk before the size
-// that covers it.
-//
-// Open streams the file: it refuses one over the maximum store size
-// (1 GiB) before reading it, reads each record once, holds no more than
-// the view and the records of the transaction it is reading, and stops at
-// the first record that fails to check. Before it publishes a view it
-// fsyncs the file and the directory, so that nothing it serves can be
-// taken back by a power loss; Create fsyncs every directory it made. A
-// record is at most 16 MiB, which validation guarantees by bounding each
-// policy list to [MaxPolicyListEntries]; docs/catalog-store.md states the
-// durability rule and the limits.
-//
-// Replaced and deleted deployments and old commits stay in the file as
-// garbage. When an append leaves more garbage than live data (the records
-// of the current deployments), and at least 1 MiB of it, the store is
-// compacted in a goroutine: it encodes the view of that append as a
-// snapshot and writes and fsyncs it to a temporary file in the directory
-// without the catalog's mutex; then, under it, it appends the
-// transactions committed meanwhile, fsyncs, renames the file over the
-// store and fsyncs the directory, and appends to the new file from then
-// on. Writers wait only for that last step. A crash before the rename
-// leaves the old store (and a temporary file that the directory's next
-// owner removes); after it, the new one; both hold every acknowledged
-// change. A compaction that cannot finish is dropped and the old file
-// stays in use; Close waits for one in flight. Each compaction costs the
-// live data once and follows at least as many appended bytes, so on
-// average a change costs a constant multiple of what it writes.
-// [Catalog.WriteStore], and the first change after a failed write,
-// rewrite the store the same way, synchronously.
-//
-// # Store lock
-//
-// A store directory has one owner at a time. [Create] and [Open] take an
-// exclusive lock on the directory and the catalog holds it until
-// [Catalog.Close]; while it is held every other [Create] or [Open] of the
-// directory, from this process or any other, fails at once with
-// [ErrStoreInUse] (a *[StoreError] naming the directory) and touches
-// nothing there. [Catalog.WriteStore] to a directory takes its lock for
-// the write and is refused the same way, except for the catalog's own
-// directory, which it writes under the lock it holds. The lock is
-// flock(2) with LOCK_EX|LOCK_NB on a file named catalog.lock in the
-// directory: it belongs to the open file, so the kernel drops it when the
-// owner closes it or dies, and a killed process never leaves a stale
-// lock. The lock file is never removed; removing it would let a second
-// owner lock a fresh file of the same name. flock is advisory (a program
-// that ignores it can still write the directory) and on network file
-// systems it is only as good as the server's locking. On systems without
-// flock the lock excludes only other catalogs in the same process.
-//
-// Everything that needs one owner happens under the lock: Create checks
-// that no store exists and writes the first one, so of two concurrent
-// creators exactly one succeeds and the other gets [ErrStoreInUse] or
-// [ErrStoreExists]; Open reads the store; and only the owner removes the
-// temporary files that crashed writes left behind, so a live writer's
-// temporary file is never removed under it. The generation counter lives
-// in the one catalog that owns the directory, which is what keeps one
-// number from being handed to two changes.
-//
-// After Close, Deploy, Delete and Apply fail with [ErrClosed]; Close is
-// idempotent, and pins keep working. A catalog that is dropped without
-// Close keeps its lock until the garbage collector finalizes the file, or
-// the process exits.
-//
-// # Failed writes
-//
-// A Deploy, Delete or Apply whose store write fails returns a
-// *[StoreError] whose Op names the step ("write", "fsync" for an append;
-// "create temporary file", "write", "fsync", "rename", "fsync directory"
-// for a rewrite) and is never published: no pin shows it, and the next
-// change builds on the view before it. Its generation is spent. After a
-// failed write the catalog never appends to that file again, since what
-// it holds past the last commit is unknown (after a failed fsync, Linux
-// may even drop data it reported written): the next write rewrites the
-// store from the published view. A rewrite that fails before its rename
-// leaves the store file untouched, and the failed change is gone for
-// good; if the process then ends before any later write succeeds (Close
-// included), a later process may hand that number out again, which is
-// harmless: no file and no pin ever carried it.
-//
-// A failed write or fsync of an append, or a failed directory fsync after
-// a rewrite's rename, may leave the change in the file: the bytes are in
-// the running system's file, but not known to be durable. What a caller
-// can rely on:
-//
-//   - the call returns an error, and the in-memory catalog is not updated;
-//   - the generation is spent: this process never hands it out again, and
-//     a later process that opens the store does not either once the file
-//     that holds it survived or any later write succeeded. Only a machine
-//     crash that takes the write back before such a write can let the
-//     number come round again, and then no pin ever showed it;
-//   - until the catalog's next successful write, the directory may hold
-//     the store with or without the change: a machine crash can leave
-//     either, and a process that exits without Close leaves it in, so a
-//     later Open can find the change the caller was told failed;
-//   - the next successful write rewrites the file from the published
-//     view, which does not hold the change. That is the next Deploy,
-//     Delete or Apply, [Catalog.WriteStore] to the catalog's own
-//     directory, or Close, which rewrites the published view once more
-//     when a write failed since the last one that succeeded.
-//
-// A failure to encode (Op "encode": a record or a store over its limit)
-// is different: nothing was written and no generation was spent, and the
-// error matches [ErrInvalidDeployment] or [ErrCapacityExceeded], so it is
-// never worth retrying.
-//
-// So the outcome of a failed change is unknown until a later write
-// succeeds. Deploy replaces a deployment whole, so the safe answer to a
-// failed Deploy is to retry it until it succeeds and trust that result;
-// to give the change up instead, any other successful change, or Close,
-// settles the file to the published view. Publishing the change in memory
-// instead would be worse: a machine crash could then take back a change
-// that pins had already served, under a generation a later change could
-// be given.
+// Format 3, the log, is the first format a release wrote.
 package catalog
