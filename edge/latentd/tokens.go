@@ -5,10 +5,9 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
+	"latent.dev/admission/internal/boundedfile"
 	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/policy"
 	"latent.dev/admission/problems"
@@ -43,7 +42,7 @@ type tokenEntry struct {
 // LoadTokens reads and decodes a token file (see DecodeTokens); errors
 // name the file.
 func LoadTokens(path string) (*Tokens, error) {
-	data, err := readBounded(path, MaxTokenFileBytes)
+	data, err := boundedfile.Read(path, MaxTokenFileBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -52,23 +51,6 @@ func LoadTokens(path string) (*Tokens, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
-}
-
-// readBounded reads path, failing when it holds more than limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
-	}
-	return data, nil
 }
 
 // DecodeTokens strictly decodes a token file:

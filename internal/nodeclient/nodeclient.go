@@ -33,12 +33,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"latent.dev/admission/catalog"
+	"latent.dev/admission/internal/boundedfile"
 	"latent.dev/admission/internal/printable"
 	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/problems"
@@ -157,7 +157,7 @@ func (o *options) client(getenv func(string) string, stderr io.Writer) (*client,
 	base.Path = strings.TrimSuffix(base.Path, "/")
 	token := strings.TrimSpace(getenv("LATENT_TOKEN"))
 	if o.tokenFile != "" {
-		data, err := readLimited(o.tokenFile, 64<<10)
+		data, err := boundedfile.Read(o.tokenFile, 64<<10)
 		if err != nil {
 			fmt.Fprintf(stderr, "admissionctl node: -token-file: %s\n", printable.String(err.Error()))
 			return nil, ExitInput
@@ -174,7 +174,7 @@ func (o *options) client(getenv func(string) string, stderr io.Writer) (*client,
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	if o.caFile != "" {
-		pem, err := readLimited(o.caFile, 1<<20)
+		pem, err := boundedfile.Read(o.caFile, 1<<20)
 		if err != nil {
 			fmt.Fprintf(stderr, "admissionctl node: -ca: %s\n", printable.String(err.Error()))
 			return nil, ExitInput
@@ -187,23 +187,6 @@ func (o *options) client(getenv func(string) string, stderr io.Writer) (*client,
 		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	return &client{base: base, token: token, http: &http.Client{Transport: transport}}, ExitOK
-}
-
-// readLimited reads a file of at most limit bytes.
-func readLimited(name string, limit int64) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", name, limit)
-	}
-	return data, nil
 }
 
 // answer is one answer from the node.
@@ -299,7 +282,7 @@ const maxArtifactBytes = 1 << 30
 
 // push uploads one artifact file and returns its digest.
 func (c *client) push(ctx context.Context, name string, stderr io.Writer) (string, int) {
-	data, err := readLimited(name, maxArtifactBytes)
+	data, err := boundedfile.Read(name, maxArtifactBytes)
 	if err != nil {
 		fmt.Fprintf(stderr, "admissionctl node: %s\n", printable.String(err.Error()))
 		return "", ExitInput
@@ -313,7 +296,7 @@ func (c *client) push(ctx context.Context, name string, stderr io.Writer) (strin
 }
 
 func runDeploy(ctx context.Context, c *client, o *options, args []string, stdout, stderr io.Writer) int {
-	data, err := readLimited(args[0], strictjson.MaxDocumentBytes)
+	data, err := boundedfile.Read(args[0], strictjson.MaxDocumentBytes)
 	if err != nil {
 		fmt.Fprintf(stderr, "admissionctl node: %s\n", printable.String(err.Error()))
 		return ExitInput

@@ -25,15 +25,8 @@ type Bars struct {
 func (c Bars) SVG() string {
 	fv := formatter(c.FormatValue)
 	n := max(1, len(c.Series))
-	vmax := 0.0
-	for _, se := range c.Series {
-		vmax = math.Max(vmax, maxOf(se.Values))
-	}
-	for _, r := range c.Refs {
-		vmax = math.Max(vmax, r.Value)
-	}
-	ticks := niceTicks(0, vmax, 5)
-	vmax = ticks[len(ticks)-1]
+	ticks := valueTicks(c.Series, c.Refs)
+	vmax := ticks[len(ticks)-1]
 	w := width(c.Width)
 	// The category names stand left of their bars when they fit in 45% of
 	// the width, and above them when they do not.

@@ -37,15 +37,8 @@ func (c Line) SVG() string {
 			xmax = xmin + 1
 		}
 	}
-	ymax := 0.0
-	for _, se := range c.Series {
-		ymax = math.Max(ymax, maxOf(se.Values))
-	}
-	for _, r := range c.Refs {
-		ymax = math.Max(ymax, r.Value)
-	}
-	yticks := niceTicks(0, ymax, 5)
-	ymax = yticks[len(yticks)-1]
+	yticks := valueTicks(c.Series, c.Refs)
+	ymax := yticks[len(yticks)-1]
 	left := 18 + fontSize + 6 + maxWidth(yticks, fy, tickSize)
 	w := width(c.Width)
 	p := plot{left: left, right: float64(w) - 16, top: marginTop, bottom: float64(h) - 48}

@@ -80,3 +80,16 @@ func maxOf(vs []float64) float64 {
 	}
 	return m
 }
+
+// valueTicks are the ticks of a value axis from zero that holds every
+// value of series and every reference line.
+func valueTicks(series []Series, refs []Ref) []float64 {
+	top := 0.0
+	for _, se := range series {
+		top = math.Max(top, maxOf(se.Values))
+	}
+	for _, r := range refs {
+		top = math.Max(top, r.Value)
+	}
+	return niceTicks(0, top, 5)
+}
