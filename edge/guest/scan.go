@@ -134,13 +134,22 @@ func scanImports(r *wasmReader, shape *moduleShape) error {
 	return nil
 }
 
+// functionCount reads the length of a vector of functions or function
+// types, refusing one over MaxFunctions before anything is held for it.
+func functionCount(r *wasmReader) (uint32, error) {
+	n := r.u32()
+	if n > MaxFunctions {
+		return 0, ErrTooManyFunctions
+	}
+	return n, nil
+}
+
 // scanTypes records each function type's parameter count: parameters
 // are a function's first locals.
 func scanTypes(r *wasmReader, shape *moduleShape) error {
-	n := r.u32()
-	if n > MaxFunctions {
-		// Types are no cheaper to hold than functions.
-		return ErrTooManyFunctions
+	n, err := functionCount(r) // types are no cheaper to hold than functions
+	if err != nil {
+		return err
 	}
 	shape.typeParams = make([]uint32, 0, n)
 	for ; n > 0 && r.err == nil; n-- {
@@ -165,9 +174,9 @@ func scanTypes(r *wasmReader, shape *moduleShape) error {
 
 // scanFunctions records each defined function's type.
 func scanFunctions(r *wasmReader, shape *moduleShape) error {
-	n := r.u32()
-	if n > MaxFunctions {
-		return ErrTooManyFunctions
+	n, err := functionCount(r)
+	if err != nil {
+		return err
 	}
 	shape.functionTypes = make([]uint32, 0, n)
 	for ; n > 0 && r.err == nil; n-- {
