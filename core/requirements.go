@@ -72,11 +72,18 @@ func (pr *LocalQuotaProvider) deriveRequirements(rev *policy.RevisionPolicy, v *
 // provider's. Two racing fills store equal values; one provider per node
 // means a slot is filled once. It allocates only when it fills.
 func (pr *LocalQuotaProvider) recordRequirements(slot *atomic.Value, rev *policy.RevisionPolicy) *requirements {
-	if v, _ := slot.Load().(*requirements); v != nil && v.provider == pr {
-		return v
+	loaded := slot.Load()
+	held, ours := loaded.(*requirements)
+	if ours && held != nil && held.provider == pr {
+		return held
 	}
 	v := new(requirements)
 	pr.deriveRequirements(rev, v)
-	slot.Store(v)
+	// A slot that holds a value of another type (something besides
+	// admission stored into it) is left alone, never a panic: its record
+	// is derived per request.
+	if loaded == nil || ours {
+		slot.Store(v)
+	}
 	return v
 }

@@ -77,6 +77,14 @@ func TestRecordRequirements(t *testing.T) {
 	if got := pr.recordRequirements(&junk, pols[0]); *got != derived(pr, pols[0]) {
 		t.Fatalf("another provider's requirements were taken: %+v", *got)
 	}
+	var foreign atomic.Value
+	foreign.Store("not admission's")
+	if got := pr.recordRequirements(&foreign, pols[0]); *got != derived(pr, pols[0]) {
+		t.Fatalf("a slot holding another type: %+v", *got)
+	}
+	if foreign.Load() != "not admission's" {
+		t.Fatal("a slot holding another type was overwritten")
+	}
 }
 
 // TestRecordRequirementsUnderConcurrentFills races readers and fillers

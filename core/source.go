@@ -41,7 +41,9 @@ type RevisionHandle interface {
 //
 // A record is its identity, its policy and its slot: all three pointers
 // stay valid and unchanged for as long as the record is reachable. The
-// slot belongs to admission: nothing else may store into it.
+// slot belongs to admission: nothing else may store into it (a slot
+// found holding another type is left alone and its requirements derived
+// per request, never a panic).
 type RecordSource interface {
 	RevisionPolicySource
 	// OwnRecord returns the record h refers to when h is a handle that
