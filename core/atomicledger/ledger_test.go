@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"unsafe"
 
 	"go.uber.org/goleak"
 
@@ -12,19 +11,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func TestCountersOccupyWholeCacheLines(t *testing.T) {
-	if s := unsafe.Sizeof(counters{}); s%cacheLine != 0 {
-		t.Fatalf("counters are %d bytes, not a multiple of %d", s, cacheLine)
-	}
-	if s := unsafe.Sizeof(paddedSequence{}); s < 2*cacheLine {
-		t.Fatalf("sequence padding is %d bytes", s)
-	}
-	var l Ledger
-	if off := unsafe.Offsetof(l.sequence) + unsafe.Offsetof(l.sequence.seq); (off-unsafe.Offsetof(l.sequence))%cacheLine != 0 {
-		t.Fatalf("sequence counter at %d shares a line with its neighbours", off)
-	}
-}
 
 func testLedger(t testing.TB, maxLive uint64) *Ledger {
 	t.Helper()
@@ -110,11 +96,13 @@ func TestPreCheck(t *testing.T) {
 	if !exact || s != (Shortfall{Scope: NodeScope, Dimension: LiveActivations}) {
 		t.Fatalf("full node: %+v %v", s, exact)
 	}
-	l.sequence.seq.Add(1) // a commit in flight
-	if _, exact := l.PreCheck(other, &r); exact {
-		t.Fatal("pre-check trusted counters while a commit was in flight")
+	for i := range l.stripes {
+		l.stripes[i].seq.Add(1) // a transaction writing on stripe i
+		if _, exact := l.PreCheck(other, &r); exact {
+			t.Fatalf("pre-check trusted counters while stripe %d was writing", i)
+		}
+		l.stripes[i].seq.Add(1)
 	}
-	l.sequence.seq.Add(1)
 	if !l.Release(tk) || l.Release(tk) {
 		t.Fatal("release is not exactly-once")
 	}
@@ -172,7 +160,14 @@ func TestTxOutsideItsUpdatePanics(t *testing.T) {
 		l.Update(func(tx Tx) { kept = tx; panic("inside") })
 	}()
 	l.Update(func(Tx) {})
-	if l.inTx {
-		t.Fatal("the transaction outlived a panic")
+	for i := range l.stripes {
+		if l.stripes[i].tx.active || !l.stripes[i].mu.TryLock() {
+			t.Fatal("the transaction outlived a panic")
+		}
+		l.stripes[i].mu.Unlock()
 	}
+	if !l.mu.TryLock() {
+		t.Fatal("the exact path's mutex outlived a panic")
+	}
+	l.mu.Unlock()
 }
