@@ -244,9 +244,8 @@ func fits(used, need, limit uint64) bool {
 	return need <= limit && used <= limit-need
 }
 
-// usedOf is what the reservations of scope id hold. It is exact on the
-// exact path, or when the caller brackets it with the stripes' sequence
-// counters (consistent).
+// usedOf is what the reservations of scope id hold: exact on the exact
+// path, which holds every stripe's room still.
 func (l *Ledger) usedOf(id int) amounts {
 	sc := &l.scopes[id]
 	var u amounts
@@ -259,15 +258,15 @@ func (l *Ledger) usedOf(id int) amounts {
 	for d := range u {
 		free := u[d]
 		for i := range l.stripes {
-			free += l.stripes[i].room[id][d].Load()
+			free += l.stripes[i].room[id][d]
 		}
 		u[d] = sc.limit[d] - free
 	}
 	return u
 }
 
-// shortfall is the first scope and dimension of r without room, read
-// from usedOf.
+// shortfall is the first scope and dimension of r without room; the
+// exact path's answer.
 func (l *Ledger) shortfall(r *Reservation) Shortfall {
 	for i, id := range l.scopeIndexes(r) {
 		sc := &l.scopes[id]
@@ -282,6 +281,28 @@ func (l *Ledger) shortfall(r *Reservation) Shortfall {
 	return Shortfall{}
 }
 
+// preShortfall is shortfall from what a lock-free reader may load: an
+// unsharded scope's counters, and a sharded scope's pool. A sharded
+// scope whose pool alone holds the need certainly has room; one whose
+// pool does not may still have room parked in some stripe's room, which
+// only the exact path may count, so known is false.
+func (l *Ledger) preShortfall(r *Reservation) (s Shortfall, known bool) {
+	for i, id := range l.scopeIndexes(r) {
+		sc := &l.scopes[id]
+		need := needAt(i, r, 1)
+		for d, n := range need {
+			v := sc.count[d].Load()
+			switch {
+			case sc.sharded && v < n:
+				return Shortfall{}, false
+			case !sc.sharded && !fits(v, n, sc.limit[d]):
+				return Shortfall{Scope: sc.kind, Dimension: Dimension(d), Permanent: n > sc.limit[d]}, true
+			}
+		}
+	}
+	return Shortfall{}, true
+}
+
 // PreCheck decides, without taking a mutex, whether r certainly does not
 // fit. It returns exact=false when it cannot tell: a transaction was
 // writing on some stripe, or the key (fingerprint fp) may already be
@@ -289,17 +310,21 @@ func (l *Ledger) shortfall(r *Reservation) Shortfall {
 // transaction can give it. With exact=true, a Shortfall with a scope is
 // the answer and an empty one means a transaction must decide.
 //
+// A shortfall at a sharded scope is never exact here (see preShortfall):
+// it takes the exact path, which counts the stripes' rooms.
+//
 // It reads every stripe's sequence counter before and after its work:
-// a writer makes its stripe's counter odd while it moves anything, and
-// the counters only grow, so equal sums of even counters mean nothing
-// moved in between and the totals it read held at one instant.
+// a writer makes its stripe's counter odd while it moves anything a
+// lock-free reader loads, and the counters only grow, so equal sums of
+// even counters mean nothing moved in between and what it read held at
+// one instant.
 func (l *Ledger) PreCheck(fp Fingerprint, r *Reservation) (s Shortfall, exact bool) {
 	before, ok := l.quiescent()
 	if !ok || l.table.mayContain(fp) {
 		return Shortfall{}, false
 	}
-	s = l.shortfall(r)
-	if after, ok := l.quiescent(); !ok || after != before {
+	s, known := l.preShortfall(r)
+	if after, ok := l.quiescent(); !known || !ok || after != before {
 		return Shortfall{}, false
 	}
 	return s, true
@@ -318,54 +343,36 @@ func (l *Ledger) quiescent() (sum uint64, ok bool) {
 	return sum, true
 }
 
-// consistentRetries is how many times a lock-free read retries before
-// it takes the exact path's locks.
-const consistentRetries = 8
-
-// consistent runs read with the totals holding at one instant: lock-free
-// between two equal readings of the sequence counters, or, when writers
-// keep moving them, under every lock.
-func (l *Ledger) consistent(read func()) {
-	for range consistentRetries {
-		before, ok := l.quiescent()
-		if !ok {
-			continue
-		}
-		read()
-		if after, ok := l.quiescent(); ok && after == before {
-			return
-		}
-	}
-	l.lockAll()
-	defer l.unlockAll()
-	read()
-}
-
-// Node reads the node's usage; see consistent.
+// Node reads the node's usage under the exact path's locks: the stripes'
+// rooms are counted only there.
 func (l *Ledger) Node() Usage { return l.scopeUsage(0) }
 
-// Tenant reads a tenant's usage; see consistent.
+// Tenant reads a tenant's usage under the exact path's locks.
 func (l *Ledger) Tenant(id policy.TenantID) Usage { return l.scopeUsage(l.tenantBase + int(id)) }
 
-// TrustClass reads a trust class's usage; see consistent.
+// TrustClass reads a trust class's usage under the exact path's locks.
 func (l *Ledger) TrustClass(id policy.TrustClassID) Usage {
 	return l.scopeUsage(l.trustBase + int(id))
 }
 
-// QueueClassQueued reads a queue class's queued count; see consistent.
+// QueueClassQueued reads a queue class's queued count under the exact
+// path's locks.
 func (l *Ledger) QueueClassQueued(id policy.QueueClassID) uint64 {
 	return l.scopeUsage(l.queueBase + int(id)).Queued
 }
 
-func (l *Ledger) scopeUsage(id int) (u Usage) {
-	l.consistent(func() { u = usageOf(l.usedOf(id)) })
-	return u
+func (l *Ledger) scopeUsage(id int) Usage {
+	l.lockAll()
+	defer l.unlockAll()
+	return usageOf(l.usedOf(id))
 }
 
-// CellClassLive reads a cell class's live backlog; see consistent.
-func (l *Ledger) CellClassLive(c policy.CellClass) (n uint64) {
-	l.consistent(func() { n = l.cell[c].live() })
-	return n
+// CellClassLive reads a cell class's live backlog under the exact path's
+// locks (a fast commit raises it before it decides).
+func (l *Ledger) CellClassLive(c policy.CellClass) uint64 {
+	l.lockAll()
+	defer l.unlockAll()
+	return l.cell[c].live()
 }
 
 // LiveEntries counts live reservations in the table (takes the exact

@@ -31,8 +31,11 @@ type bucketLock struct {
 	_  [cacheLine - 8]byte
 }
 
-// room is a stripe's allotment of one sharded scope, per dimension.
-type room [numDimensions]atomic.Uint64
+// room is a stripe's allotment of one sharded scope, per dimension:
+// capacity it may hand out without asking anyone. Only a transaction
+// holding the stripe reads or writes it (the exact path holds them all),
+// so it is a plain value: no lock-free reader ever sums the rooms.
+type room = amounts
 
 // newRooms allocates n rooms with a line of padding either side, so no
 // other allocation shares their first or last line.
@@ -339,9 +342,9 @@ func (l *Ledger) drainLocked(id int) {
 	sc := &l.scopes[id]
 	for i := range l.stripes {
 		rm := &l.stripes[i].room[id]
-		for d := range rm {
-			if v := rm[d].Load(); v != 0 {
-				rm[d].Store(0)
+		for d, v := range rm {
+			if v != 0 {
+				rm[d] = 0
 				sc.count[d].Add(v)
 			}
 		}
@@ -359,7 +362,7 @@ func (l *Ledger) topUpLocked(st *stripe, id int) {
 	for d, b := range sc.batch {
 		if m := min(b, sc.count[d].Load()); m != 0 {
 			sc.count[d].Add(-m)
-			st.room[id][d].Add(m)
+			st.room[id][d] += m
 		}
 	}
 }
@@ -398,14 +401,12 @@ func (l *Ledger) take(st *stripe, id int, need *amounts) (Dimension, bool) {
 	if sc.sharded {
 		rm := &st.room[id]
 		for d, n := range need {
-			if rm[d].Load() < n {
+			if rm[d] < n {
 				return Dimension(d), false
 			}
 		}
 		for d, n := range need {
-			if n != 0 {
-				rm[d].Add(-n)
-			}
+			rm[d] -= n
 		}
 		return 0, true
 	}
@@ -441,13 +442,15 @@ func casAdd(c *atomic.Uint64, n, limit uint64) bool {
 // decision, so it never leaves the fast path.
 func (l *Ledger) give(st *stripe, id int, back *amounts) {
 	sc := &l.scopes[id]
-	for d, n := range back {
-		if n == 0 {
-			continue
+	if sc.sharded {
+		rm := &st.room[id]
+		for d, n := range back {
+			rm[d] += n
 		}
-		if sc.sharded {
-			st.room[id][d].Add(n)
-		} else {
+		return
+	}
+	for d, n := range back {
+		if n != 0 {
 			sc.count[d].Add(-n)
 		}
 	}
