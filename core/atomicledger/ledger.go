@@ -157,10 +157,12 @@ const shardMinimum = 8
 // GOMAXPROCS at the time of the call (at most 64). All memory the ledger
 // will ever use is allocated here.
 func New(c *policy.Compiled) *Ledger {
-	return newLedger(c, min(max(runtime.GOMAXPROCS(0), 1), maxStripes))
+	return newLedger(c, min(max(runtime.GOMAXPROCS(0), 1), maxStripes), shardMinimum)
 }
 
-func newLedger(c *policy.Compiled, stripes int) *Ledger {
+// newLedger is New with a chosen number of stripes and the smallest
+// per-stripe limit of a sharded dimension (tests shard small limits).
+func newLedger(c *policy.Compiled, stripes int, minimum uint64) *Ledger {
 	nt, nc, nq := c.NumTenants(), c.NumTrustClasses(), c.NumQueueClasses()
 	l := &Ledger{
 		scopes:     make([]scope, 1+nt+nc+nq),
@@ -170,16 +172,17 @@ func newLedger(c *policy.Compiled, stripes int) *Ledger {
 		stripes:    make([]stripe, stripes),
 		table:      newLiveTable(c.Node().Limits.MaxLiveActivations),
 	}
-	l.scopes[0].init(NodeScope, limitsOf(c.Node().Limits), stripes)
+	l.scopes[0].init(NodeScope, limitsOf(c.Node().Limits), stripes, minimum)
 	for i := range nt {
-		l.scopes[l.tenantBase+i].init(TenantScope, limitsOf(c.Tenant(policy.TenantID(i)).Limits), stripes)
+		l.scopes[l.tenantBase+i].init(TenantScope, limitsOf(c.Tenant(policy.TenantID(i)).Limits), stripes, minimum)
 	}
 	for i := range nc {
-		l.scopes[l.trustBase+i].init(TrustClassScope, limitsOf(c.TrustClass(policy.TrustClassID(i)).Limits), stripes)
+		l.scopes[l.trustBase+i].init(TrustClassScope, limitsOf(c.TrustClass(policy.TrustClassID(i)).Limits), stripes, minimum)
 	}
 	for i := range nq {
 		unlimited := ^uint64(0)
-		l.scopes[l.queueBase+i].init(QueueClassScope, amounts{unlimited, c.QueueClass(policy.QueueClassID(i)).MaxQueued, unlimited, unlimited}, stripes)
+		queue := amounts{unlimited, c.QueueClass(policy.QueueClassID(i)).MaxQueued, unlimited, unlimited}
+		l.scopes[l.queueBase+i].init(QueueClassScope, queue, stripes, minimum)
 	}
 	l.entryBatch = max(c.Node().Limits.MaxLiveActivations/(4*uint64(stripes)), 1)
 	for i := range l.stripes {
@@ -199,17 +202,17 @@ func limitsOf(lim policy.Limits) amounts {
 }
 
 // init sets a scope's limits and decides whether it is sharded: every
-// dimension it limits must allow shardMinimum per stripe. A queue class
+// dimension it limits must allow minimum per stripe. A queue class
 // limits only its queued dimension (the others are unlimited and never
 // move).
-func (sc *scope) init(kind Scope, limit amounts, stripes int) {
+func (sc *scope) init(kind Scope, limit amounts, stripes int, minimum uint64) {
 	sc.kind, sc.limit = kind, limit
 	sc.sharded = true
 	for d, lim := range limit {
 		if kind == QueueClassScope && Dimension(d) != QueuedReservations {
 			continue
 		}
-		if lim/uint64(stripes) < shardMinimum {
+		if lim/uint64(stripes) < minimum {
 			sc.sharded = false
 		}
 	}
@@ -217,7 +220,7 @@ func (sc *scope) init(kind Scope, limit amounts, stripes int) {
 		for d, lim := range limit {
 			sc.count[d].Store(lim)
 			if kind != QueueClassScope || Dimension(d) == QueuedReservations {
-				sc.batch[d] = lim / (4 * uint64(stripes))
+				sc.batch[d] = max(lim/(4*uint64(stripes)), 1)
 			}
 		}
 	}

@@ -106,10 +106,15 @@ type Tx struct {
 // functions that only call Start and Release never run twice.
 func (l *Ledger) Update(fn func(tx Tx)) {
 	st := l.acquire()
+	l.updateOn(st, fn)
+	l.tokens.Put(st)
+}
+
+// updateOn is Update on stripe st.
+func (l *Ledger) updateOn(st *stripe, fn func(tx Tx)) {
 	if !l.updateFast(st, fn) {
 		l.updateExact(st, fn)
 	}
-	l.tokens.Put(st)
 }
 
 func (l *Ledger) updateFast(st *stripe, fn func(tx Tx)) (done bool) {
