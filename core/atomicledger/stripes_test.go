@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"latent.dev/admission/policy"
 )
@@ -289,5 +290,51 @@ func TestParkedRoomIsCounted(t *testing.T) {
 	}
 	if got := l.Node().Live; got != 16 {
 		t.Fatalf("node live %d", got)
+	}
+}
+
+// A fast commit's backlog is an upper bound: it counts another stripe's
+// raise that may yet be given back. A refusal by the bound is not an
+// answer: the commit runs again on the exact path, which waits for the
+// other stripe and counts only what is live.
+func TestABacklogBoundNeverRefuses(t *testing.T) {
+	l := newLedger(policy.MustCompile(stripedPolicy()), 2, 1)
+	r := Reservation{CPUFuel: 1, MemoryBytes: 1}
+	if _, answer := commitOn(l, &l.stripes[0], "live", r, ^uint64(0)); answer != "ok" {
+		t.Fatal(answer)
+	}
+	raised, resume, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		first := true
+		l.updateOn(&l.stripes[0], func(tx Tx) {
+			tx.CellBacklog(0)
+			if first {
+				first = false
+				close(raised)
+				<-resume
+			}
+		})
+	}()
+	<-raised
+	answered := make(chan string)
+	go func() {
+		// The exact backlog is 1; the bound is 2, which a limit of 2
+		// would refuse.
+		_, answer := commitOn(l, &l.stripes[1], "next", r, 2)
+		answered <- answer
+	}()
+	select {
+	case answer := <-answered:
+		t.Fatalf("answered %q while another stripe's raise was in flight", answer)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(resume)
+	if answer := <-answered; answer != "ok" {
+		t.Fatalf("refused with %q: the bound was taken for the backlog", answer)
+	}
+	<-done
+	if n := l.CellClassLive(0); n != 2 {
+		t.Fatalf("backlog %d, want 2", n)
 	}
 }
