@@ -80,7 +80,20 @@ type txState struct {
 // is empty (at first, and after a collection empties it) New hands the
 // stripes out in turn. Two cores that draw the same stripe only wait on
 // its mutex: which stripe a transaction uses never changes an answer.
-func (l *Ledger) acquire() *stripe { return l.tokens.Get().(*stripe) }
+// With one stripe there is nothing to choose.
+func (l *Ledger) acquire() *stripe {
+	if len(l.stripes) == 1 {
+		return &l.stripes[0]
+	}
+	return l.tokens.Get().(*stripe)
+}
+
+// giveBack returns a stripe that acquire handed out.
+func (l *Ledger) giveBack(st *stripe) {
+	if len(l.stripes) > 1 {
+		l.tokens.Put(st)
+	}
+}
 
 // Tx is a running transaction: the only value on which the operations
 // that decide or move counters exist. Only [Ledger.Update] hands one out,
@@ -107,7 +120,7 @@ type Tx struct {
 func (l *Ledger) Update(fn func(tx Tx)) {
 	st := l.acquire()
 	l.updateOn(st, fn)
-	l.tokens.Put(st)
+	l.giveBack(st)
 }
 
 // updateOn is Update on stripe st.
