@@ -171,3 +171,41 @@ func TestTxOutsideItsUpdatePanics(t *testing.T) {
 	}
 	l.mu.Unlock()
 }
+
+// A transaction that moved something and then needs the exact path (a
+// second key) cannot be run again: it panics, and releases its stripe.
+func TestTwoKeysAfterAMovePanics(t *testing.T) {
+	l := newLedger(policy.MustCompile(stripedPolicy()), 2, 1)
+	st := &l.stripes[0]
+	r := Reservation{CPUFuel: 1, MemoryBytes: 1}
+	ids := collidingKeys(&l.table, 1)
+	other := ""
+	for i := 0; other == ""; i++ {
+		id := fmt.Sprint("o", i)
+		if l.table.lockOf(FingerprintOf(0, id)) != l.table.lockOf(FingerprintOf(0, ids[0])) {
+			other = id
+		}
+	}
+	tk, answer := commitOn(l, st, ids[0], r, ^uint64(0))
+	if answer != "ok" {
+		t.Fatal(answer)
+	}
+	func() {
+		defer func() {
+			if got := recover(); got == nil {
+				t.Fatal("no panic")
+			}
+		}()
+		l.updateOn(st, func(tx Tx) {
+			tx.Release(tk)
+			tx.Contains(FingerprintOf(0, other), 0, other)
+		})
+	}()
+	if !st.mu.TryLock() {
+		t.Fatal("the stripe stayed locked")
+	}
+	st.mu.Unlock()
+	if n := l.LiveEntries(); n != 0 {
+		t.Fatalf("%d live", n)
+	}
+}

@@ -72,6 +72,11 @@ type txState struct {
 	// transaction's function is then run again on the exact path.
 	escalate bool
 	bounded  bool
+	// moved: a Start or Release changed something, which a second run
+	// could not take back; a transaction that moved something and then
+	// needs the exact path is a misuse (two keys, or a decision after a
+	// move) and panics.
+	moved bool
 }
 
 // acquire picks a stripe for a transaction. A sync.Pool keeps one stripe
@@ -135,8 +140,12 @@ func (l *Ledger) updateFast(st *stripe, fn func(tx Tx)) (done bool) {
 	st.serial++
 	st.tx = txState{serial: st.serial, active: true, bucket: -1}
 	defer func() {
-		done = l.endFastLocked(st)
+		var misuse bool
+		done, misuse = l.endFastLocked(st)
 		st.mu.Unlock()
+		if misuse {
+			panic("atomicledger: a Tx that committed, started or released went on to a second key or decision")
+		}
 	}()
 	fn(Tx{l, st, st.serial})
 	return true
@@ -153,8 +162,9 @@ func (l *Ledger) updateExact(st *stripe, fn func(tx Tx)) {
 
 // endFastLocked ends a fast transaction: it gives back what was claimed
 // and not reserved, unlocks the bucket and evens the sequence counter.
-// It reports false when the transaction must run on the exact path.
-func (l *Ledger) endFastLocked(st *stripe) bool {
+// It reports done=false when the transaction must run on the exact
+// path, and misuse when it must but cannot (see txState.moved).
+func (l *Ledger) endFastLocked(st *stripe) (done, misuse bool) {
 	tx := &st.tx
 	if tx.claimed {
 		l.giveClaimLocked(st, &tx.claim)
@@ -170,7 +180,8 @@ func (l *Ledger) endFastLocked(st *stripe) bool {
 		st.seq.Add(1)
 	}
 	tx.active = false
-	return !tx.escalate && !(tx.bounded && !tx.reserved)
+	again := tx.escalate || (tx.bounded && !tx.reserved)
+	return !again, again && (tx.moved || tx.reserved)
 }
 
 // held returns the transaction's state, or panics if it has ended.
@@ -506,6 +517,7 @@ func (tx Tx) Start(tk Ticket) bool {
 		return false
 	}
 	tx.write(s)
+	s.moved = true
 	e.executing = true
 	r := &e.reservation
 	back := amounts{QueuedReservations: 1}
@@ -526,6 +538,7 @@ func (tx Tx) Release(tk Ticket) bool {
 		return false
 	}
 	tx.write(s)
+	s.moved = true
 	r := e.reservation
 	var queued uint64 = 1
 	if e.executing {
