@@ -204,9 +204,10 @@ func (tx Tx) write(s *txState) {
 
 // lockBucket takes the bucket lock of fp on the fast path. A
 // transaction holds one key's bucket; asking for a second sends it to
-// the exact path (ok is false), where no bucket lock is needed.
+// the exact path (ok is false), where no bucket lock is needed. With one
+// stripe every transaction holds it, so none needs a bucket lock.
 func (tx Tx) lockBucket(s *txState, fp Fingerprint) (ok bool) {
-	if s.exact {
+	if s.exact || len(tx.l.stripes) == 1 {
 		return true
 	}
 	b := tx.l.table.lockOf(fp)
