@@ -316,12 +316,17 @@ func (l *Ledger) preShortfall(r *Reservation) (s Shortfall, known bool) {
 // A shortfall at a sharded scope is never exact here (see preShortfall):
 // it takes the exact path, which counts the stripes' rooms.
 //
-// It reads every stripe's sequence counter before and after its work:
-// a writer makes its stripe's counter odd while it moves anything a
-// lock-free reader loads, and the counters only grow, so equal sums of
-// even counters mean nothing moved in between and what it read held at
-// one instant.
+// A shortfall is trusted only between two readings of every stripe's
+// sequence counter: a writer makes its stripe's counter odd while it
+// moves anything a lock-free reader loads, and the counters only grow,
+// so equal sums of even counters mean nothing moved in between and what
+// was read held at one instant. A request that fits needs no such
+// reading (a transaction decides it anyway), so a valid request does not
+// read the lines that other cores' transactions write.
 func (l *Ledger) PreCheck(fp Fingerprint, r *Reservation) (s Shortfall, exact bool) {
+	if s, known := l.preShortfall(r); known && s.Scope == NoScope {
+		return Shortfall{}, !l.table.mayContain(fp)
+	}
 	before, ok := l.quiescent()
 	if !ok || l.table.mayContain(fp) {
 		return Shortfall{}, false
