@@ -3,6 +3,7 @@ package atomicledger
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -336,5 +337,142 @@ func TestABacklogBoundNeverRefuses(t *testing.T) {
 	<-done
 	if n := l.CellClassLive(0); n != 2 {
 		t.Fatalf("backlog %d, want 2", n)
+	}
+}
+
+// The pre-check answers at an unsharded scope, but not at a sharded one
+// whose pool is short: the room parked in stripes is the exact path's to
+// count.
+func TestPreCheckDefersAtAShardedScope(t *testing.T) {
+	p := stripedPolicy()
+	p.Tenants[1].Limits = policy.Limits{MaxLiveActivations: 1, MaxQueuedReservations: 1, MaxReservedCPUFuel: 100, MaxReservedMemoryBytes: 100}
+	big := policy.Limits{MaxLiveActivations: 64, MaxQueuedReservations: 64, MaxReservedCPUFuel: 1 << 20, MaxReservedMemoryBytes: 1 << 20}
+	p.Tenants[0].Limits, p.TrustClasses[0].Limits = big, big
+	p.QueueClasses[0].MaxQueued = 64
+	l := newLedger(policy.MustCompile(p), 2, 1)
+	if !l.scopes[0].sharded || l.scopes[l.tenantBase+1].sharded {
+		t.Fatal("want the node sharded and tenant b not")
+	}
+	st := &l.stripes[0]
+	small := Reservation{Tenant: 1, CPUFuel: 1, MemoryBytes: 1}
+	if _, answer := commitOn(l, st, "b0", small, ^uint64(0)); answer != "ok" {
+		t.Fatal(answer)
+	}
+	s, exact := l.PreCheck(FingerprintOf(1, "b1"), &small)
+	if !exact || s != (Shortfall{Scope: TenantScope, Dimension: LiveActivations}) {
+		t.Fatalf("tenant b full: %+v %v", s, exact)
+	}
+	// Fill the node from tenant a until its pool is empty: a full node
+	// is then the exact path's answer, not the pre-check's.
+	r := Reservation{Tenant: 0, CPUFuel: 1, MemoryBytes: 1}
+	for i := 0; l.scopes[0].count[LiveActivations].Load() > 0; i++ {
+		tk, answer := commitOn(l, st, fmt.Sprint("a", i), r, ^uint64(0))
+		if answer != "ok" {
+			t.Fatalf("a%d: %s", i, answer)
+		}
+		l.updateOn(st, func(tx Tx) { tx.Start(tk) }) // keeps the node's queued slots free
+	}
+	if s, exact := l.PreCheck(FingerprintOf(0, "next"), &r); exact {
+		t.Fatalf("a sharded scope with an empty pool: %+v exact", s)
+	}
+	if s, exact := l.PreCheck(FingerprintOf(0, "next"), &small); exact {
+		t.Fatalf("behind a sharded scope with an empty pool: %+v exact", s)
+	}
+}
+
+// Within one transaction a second Shortfall for another reservation
+// gives the first claim back, and a second CellBacklog of another class
+// moves the raise: what Reserve keeps is the last reservation only.
+func TestAskingTwiceKeepsTheLastClaim(t *testing.T) {
+	l := newLedger(policy.MustCompile(stripedPolicy()), 2, 1)
+	st := &l.stripes[1]
+	big := Reservation{Tenant: 0, CPUFuel: 3, MemoryBytes: 3}
+	small := Reservation{Tenant: 0, CPUFuel: 1, MemoryBytes: 1, CellClass: policy.Small}
+	var tk Ticket
+	l.updateOn(st, func(tx Tx) {
+		if tx.Shortfall(&big).Scope != NoScope || tx.Shortfall(&big).Scope != NoScope || tx.Shortfall(&small).Scope != NoScope {
+			t.Fatal("no room")
+		}
+		if a, b := tx.CellBacklog(policy.Tiny), tx.CellBacklog(policy.Tiny); a != 0 || b != 0 {
+			t.Fatalf("backlog %d then %d", a, b)
+		}
+		if n := tx.CellBacklog(policy.Small); n != 0 {
+			t.Fatalf("small backlog %d", n)
+		}
+		tk = tx.Reserve(FingerprintOf(0, "x"), "x", small)
+	})
+	want := Snapshot{
+		Node:        Usage{Live: 1, Queued: 1, CPUFuel: 1, MemoryBytes: 1},
+		Tenants:     []Usage{{Live: 1, Queued: 1, CPUFuel: 1, MemoryBytes: 1}, {}},
+		TrustClass:  []Usage{{Live: 1, Queued: 1, CPUFuel: 1, MemoryBytes: 1}, {}},
+		QueueQueued: []uint64{1, 0},
+		CellLive:    [policy.NumCellClasses]uint64{policy.Small: 1},
+	}
+	if got := snapshot(l); !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	if !release(l, tk) {
+		t.Fatal("release")
+	}
+}
+
+// A Reserve of a key whose bucket lock differs from the one the
+// transaction holds runs the transaction again on the exact path, which
+// needs no bucket lock: the reservation is made once.
+func TestReserveOfASecondBucketRunsExact(t *testing.T) {
+	l := newLedger(policy.MustCompile(stripedPolicy()), 2, 1)
+	first := "k0"
+	second := ""
+	for i := 1; second == ""; i++ {
+		id := fmt.Sprint("k", i)
+		if l.table.lockOf(FingerprintOf(0, id)) != l.table.lockOf(FingerprintOf(0, first)) {
+			second = id
+		}
+	}
+	r := Reservation{CPUFuel: 1, MemoryBytes: 1}
+	runs := 0
+	var tk Ticket
+	l.updateOn(&l.stripes[0], func(tx Tx) {
+		runs++
+		if tx.Contains(FingerprintOf(0, first), 0, first) {
+			t.Fatal("contains")
+		}
+		tk = tx.Reserve(FingerprintOf(0, second), second, r)
+	})
+	if runs != 2 || l.LiveEntries() != 1 || !release(l, tk) {
+		t.Fatalf("%d runs, %d live", runs, l.LiveEntries())
+	}
+}
+
+// A Reserve that does not fit is a caller's bug: on the exact path, where
+// a fast Reserve without room ends up, it panics.
+func TestReserveWithoutRoomPanics(t *testing.T) {
+	p := stripedPolicy()
+	p.Node.Limits.MaxLiveActivations = 1
+	l := newLedger(policy.MustCompile(p), 2, 1)
+	r := Reservation{CPUFuel: 1, MemoryBytes: 1}
+	reserve(l, FingerprintOf(0, "a"), "a", r)
+	defer func() {
+		if got := recover(); got != "atomicledger: Reserve of a reservation that does not fit" {
+			t.Fatalf("recovered %v", got)
+		}
+	}()
+	reserve(l, FingerprintOf(0, "b"), "b", r)
+}
+
+// With one stripe there is nothing to choose and no bucket to lock;
+// everything else is the same.
+func TestOneStripe(t *testing.T) {
+	l := newLedger(policy.MustCompile(stripedPolicy()), 1, shardMinimum)
+	r := Reservation{CPUFuel: 1, MemoryBytes: 1}
+	var tk Ticket
+	l.Update(func(tx Tx) {
+		if tx.Contains(FingerprintOf(0, "a"), 0, "a") || tx.Shortfall(&r).Scope != NoScope {
+			t.Fatal("no room")
+		}
+		tk = tx.Reserve(FingerprintOf(0, "a"), "a", r)
+	})
+	if !start(l, tk) || l.Node() != (Usage{Live: 1, CPUFuel: 1, MemoryBytes: 1}) || !release(l, tk) || l.LiveEntries() != 0 {
+		t.Fatal("cycle")
 	}
 }
