@@ -472,7 +472,86 @@ func TestOneStripe(t *testing.T) {
 		}
 		tk = tx.Reserve(FingerprintOf(0, "a"), "a", r)
 	})
+	if l.CellClassLive(policy.Tiny) != 1 {
+		t.Fatal("a Reserve without CellBacklog did not raise the backlog")
+	}
 	if !start(l, tk) || l.Node() != (Usage{Live: 1, CPUFuel: 1, MemoryBytes: 1}) || !release(l, tk) || l.LiveEntries() != 0 {
 		t.Fatal("cycle")
+	}
+}
+
+// A scope is sharded exactly when every dimension it limits allows the
+// minimum per stripe (a queue class limits only its queued slots), and
+// its batch is a quarter of a stripe's share, at least 1.
+func TestShardingRule(t *testing.T) {
+	cases := []struct {
+		name    string
+		limit   amounts
+		kind    Scope
+		sharded bool
+	}{
+		{"every dimension at the minimum", amounts{16, 16, 16, 16}, TenantScope, true},
+		{"live one below", amounts{15, 16, 16, 16}, TenantScope, false},
+		{"queued one below", amounts{16, 15, 16, 16}, TenantScope, false},
+		{"fuel one below", amounts{16, 16, 15, 16}, TenantScope, false},
+		{"memory one below", amounts{16, 16, 16, 15}, TenantScope, false},
+		{"a queue class counts only queued", amounts{0, 16, 0, 0}, QueueClassScope, true},
+		{"a small queue class", amounts{^uint64(0), 15, ^uint64(0), ^uint64(0)}, QueueClassScope, false},
+	}
+	for _, c := range cases {
+		var sc scope
+		sc.init(c.kind, c.limit, 2, 8)
+		if sc.sharded != c.sharded {
+			t.Errorf("%s: sharded %v, want %v", c.name, sc.sharded, c.sharded)
+		}
+		if c.sharded && c.kind == TenantScope && sc.batch != (amounts{2, 2, 2, 2}) {
+			t.Errorf("%s: batch %v", c.name, sc.batch)
+		}
+	}
+	l := newLedger(policy.MustCompile(stripedPolicy()), 2, 1)
+	if l.entryBatch != 3 {
+		t.Errorf("entry batch %d, want a quarter of 24 over 2 stripes", l.entryBatch)
+	}
+}
+
+// The per-scope reads name the scope they are asked for, past the first
+// of each kind.
+func TestReadsOfTheSecondClass(t *testing.T) {
+	l := newLedger(policy.MustCompile(stripedPolicy()), 2, 1)
+	r := Reservation{Tenant: 1, TrustClass: 1, QueueClass: 1, CPUFuel: 2, MemoryBytes: 3}
+	tk := reserve(l, FingerprintOf(1, "x"), "x", r)
+	want := Usage{Live: 1, Queued: 1, CPUFuel: 2, MemoryBytes: 3}
+	if l.Tenant(1) != want || l.TrustClass(1) != want || l.TrustClass(0) != (Usage{}) || l.QueueClassQueued(1) != 1 || l.QueueClassQueued(0) != 0 {
+		t.Fatalf("tenant %+v, trust classes %+v %+v, queue classes %d %d",
+			l.Tenant(1), l.TrustClass(0), l.TrustClass(1), l.QueueClassQueued(0), l.QueueClassQueued(1))
+	}
+	if !release(l, tk) {
+		t.Fatal("release")
+	}
+}
+
+// A sharded pool that holds exactly the need has room: the pre-check
+// goes on to the next scope and answers there.
+func TestPreCheckTrustsAPoolOfExactlyTheNeed(t *testing.T) {
+	p := stripedPolicy()
+	p.Tenants[1].Limits = policy.Limits{MaxLiveActivations: 1, MaxQueuedReservations: 1, MaxReservedCPUFuel: 100, MaxReservedMemoryBytes: 100}
+	big := policy.Limits{MaxLiveActivations: 64, MaxQueuedReservations: 64, MaxReservedCPUFuel: 1 << 20, MaxReservedMemoryBytes: 1 << 20}
+	p.Tenants[0].Limits, p.TrustClasses[0].Limits = big, big
+	p.QueueClasses[0].MaxQueued = 64
+	l := newLedger(policy.MustCompile(p), 2, 1)
+	st := &l.stripes[0]
+	small := Reservation{Tenant: 1, CPUFuel: 1, MemoryBytes: 1}
+	if _, answer := commitOn(l, st, "b0", small, ^uint64(0)); answer != "ok" {
+		t.Fatal(answer)
+	}
+	// Move the node's pool down to one live slot, then ask for tenant b.
+	l.mu.Lock()
+	pool := l.scopes[0].count[LiveActivations].Load()
+	l.scopes[0].count[LiveActivations].Store(1)
+	st.room[0][LiveActivations] += pool - 1
+	l.mu.Unlock()
+	s, exact := l.PreCheck(FingerprintOf(1, "b1"), &small)
+	if !exact || s != (Shortfall{Scope: TenantScope, Dimension: LiveActivations}) {
+		t.Fatalf("a pool of exactly the need: %+v %v", s, exact)
 	}
 }
