@@ -395,22 +395,42 @@ func (l *Ledger) LiveEntries() int {
 	return len(l.table.entries) - int(free)
 }
 
-// lockAll takes the exact path: mu, then every stripe in order, each
-// stripe's sequence counter made odd.
+// lockAll takes the exact path's locks: mu, then every stripe in order.
+// A reader holds them without touching the sequence counters, so a
+// scrape never makes the pre-check inexact; a writer makes them odd
+// when it first moves something (Tx.write).
 func (l *Ledger) lockAll() {
 	l.mu.Lock()
 	for i := range l.stripes {
 		l.stripes[i].mu.Lock()
-		l.stripes[i].seq.Add(1)
 	}
 }
 
 func (l *Ledger) unlockAll() {
 	for i := len(l.stripes) - 1; i >= 0; i-- {
-		l.stripes[i].seq.Add(1)
 		l.stripes[i].mu.Unlock()
 	}
 	l.mu.Unlock()
+}
+
+// oddSequences makes st's sequence counter odd, or every stripe's on the
+// exact path; evenSequences undoes it at the transaction's end.
+func (l *Ledger) oddSequences(st *stripe, exact bool) {
+	if !exact {
+		st.seq.Add(1)
+		return
+	}
+	for i := range l.stripes {
+		l.stripes[i].seq.Add(1)
+	}
+}
+
+// endExactLocked ends an exact transaction on st, before its locks go.
+func (l *Ledger) endExactLocked(st *stripe) {
+	if st.tx.written {
+		l.oddSequences(st, true)
+	}
+	st.tx.active = false
 }
 
 // Release returns everything tk still holds, in a transaction of its own.

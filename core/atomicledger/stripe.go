@@ -156,7 +156,7 @@ func (l *Ledger) updateExact(st *stripe, fn func(tx Tx)) {
 	defer l.unlockAll()
 	st.serial++
 	st.tx = txState{serial: st.serial, active: true, exact: true, bucket: -1}
-	defer func() { st.tx.active = false }()
+	defer l.endExactLocked(st)
 	fn(Tx{l, st, st.serial})
 }
 
@@ -192,13 +192,13 @@ func (tx Tx) held() *txState {
 	return &tx.st.tx
 }
 
-// write makes the stripe's sequence counter odd, once per transaction,
-// before the first thing a lock-free reader could see moves. The exact
-// path made every stripe's odd already.
+// write makes the stripe's sequence counter odd (on the exact path,
+// every stripe's), once per transaction, before the first thing a
+// lock-free reader could see moves.
 func (tx Tx) write(s *txState) {
-	if !s.written && !s.exact {
+	if !s.written {
 		s.written = true
-		tx.st.seq.Add(1)
+		tx.l.oddSequences(tx.st, s.exact)
 	}
 }
 
@@ -305,6 +305,7 @@ func (tx Tx) Reserve(fp Fingerprint, id string, r Reservation) Ticket {
 	s := tx.held()
 	l := tx.l
 	if s.exact {
+		tx.write(s)
 		return l.reserveExact(tx.st, fp, id, &r)
 	}
 	if !tx.lockBucket(s, fp) {

@@ -555,3 +555,33 @@ func TestPreCheckTrustsAPoolOfExactlyTheNeed(t *testing.T) {
 		t.Fatalf("a pool of exactly the need: %+v %v", s, exact)
 	}
 }
+
+// The exact path makes the sequence counters odd only once it moves
+// something: a transaction or a reader holding every lock leaves the
+// pre-check exact until then.
+func TestTheExactPathIsOddOnlyWhileItWrites(t *testing.T) {
+	p := stripedPolicy()
+	p.Tenants[1].Limits = policy.Limits{MaxLiveActivations: 1, MaxQueuedReservations: 1, MaxReservedCPUFuel: 100, MaxReservedMemoryBytes: 100}
+	l := newLedger(policy.MustCompile(p), 2, 1)
+	small := Reservation{Tenant: 1, CPUFuel: 1, MemoryBytes: 1}
+	reserve(l, FingerprintOf(1, "b0"), "b0", small)
+	other := reserve(l, FingerprintOf(0, "a0"), "a0", Reservation{CPUFuel: 1, MemoryBytes: 1})
+	full := Shortfall{Scope: TenantScope, Dimension: LiveActivations}
+	runs := 0
+	l.Update(func(tx Tx) {
+		if runs++; runs == 1 {
+			tx.CellBacklog(0) // reserves nothing: the exact path runs this again
+			return
+		}
+		if s, exact := l.PreCheck(FingerprintOf(1, "b1"), &small); !exact || s != full {
+			t.Errorf("before a write on the exact path: %+v %v", s, exact)
+		}
+		tx.Release(other)
+		if _, exact := l.PreCheck(FingerprintOf(1, "b1"), &small); exact {
+			t.Error("the pre-check trusted counters the exact path was moving")
+		}
+	})
+	if s, exact := l.PreCheck(FingerprintOf(1, "b1"), &small); !exact || s != full || runs != 2 {
+		t.Fatalf("after: %+v %v, %d runs", s, exact, runs)
+	}
+}
