@@ -390,8 +390,10 @@ func TestAskingTwiceKeepsTheLastClaim(t *testing.T) {
 	small := Reservation{Tenant: 0, CPUFuel: 1, MemoryBytes: 1, CellClass: policy.Small}
 	var tk Ticket
 	l.updateOn(st, func(tx Tx) {
-		if tx.Shortfall(&big).Scope != NoScope || tx.Shortfall(&big).Scope != NoScope || tx.Shortfall(&small).Scope != NoScope {
-			t.Fatal("no room")
+		for _, r := range []*Reservation{&big, &big, &small} { // the same twice, then another
+			if tx.Shortfall(r).Scope != NoScope {
+				t.Fatal("no room")
+			}
 		}
 		if a, b := tx.CellBacklog(policy.Tiny), tx.CellBacklog(policy.Tiny); a != 0 || b != 0 {
 			t.Fatalf("backlog %d then %d", a, b)
@@ -518,15 +520,25 @@ func TestShardingRule(t *testing.T) {
 // of each kind.
 func TestReadsOfTheSecondClass(t *testing.T) {
 	l := newLedger(policy.MustCompile(stripedPolicy()), 2, 1)
-	r := Reservation{Tenant: 1, TrustClass: 1, QueueClass: 1, CPUFuel: 2, MemoryBytes: 3}
-	tk := reserve(l, FingerprintOf(1, "x"), "x", r)
-	want := Usage{Live: 1, Queued: 1, CPUFuel: 2, MemoryBytes: 3}
-	if l.Tenant(1) != want || l.TrustClass(1) != want || l.TrustClass(0) != (Usage{}) || l.QueueClassQueued(1) != 1 || l.QueueClassQueued(0) != 0 {
+	// Tenant 1 holds one, trust class 1 two, queue class 1 three: no
+	// scope's count equals its neighbour's.
+	var held []Ticket
+	for i, r := range []Reservation{
+		{Tenant: 1, TrustClass: 1, QueueClass: 1},
+		{Tenant: 0, TrustClass: 1, QueueClass: 1},
+		{Tenant: 0, TrustClass: 0, QueueClass: 1},
+	} {
+		r.CPUFuel, r.MemoryBytes = 1, 1
+		held = append(held, reserve(l, FingerprintOf(r.Tenant, fmt.Sprint(i)), fmt.Sprint(i), r))
+	}
+	if l.Tenant(1).Live != 1 || l.TrustClass(1).Live != 2 || l.TrustClass(0).Live != 1 || l.QueueClassQueued(1) != 3 || l.QueueClassQueued(0) != 0 {
 		t.Fatalf("tenant %+v, trust classes %+v %+v, queue classes %d %d",
 			l.Tenant(1), l.TrustClass(0), l.TrustClass(1), l.QueueClassQueued(0), l.QueueClassQueued(1))
 	}
-	if !release(l, tk) {
-		t.Fatal("release")
+	for _, tk := range held {
+		if !release(l, tk) {
+			t.Fatal("release")
+		}
 	}
 }
 
@@ -583,5 +595,26 @@ func TestTheExactPathIsOddOnlyWhileItWrites(t *testing.T) {
 	})
 	if s, exact := l.PreCheck(FingerprintOf(1, "b1"), &small); !exact || s != full || runs != 2 {
 		t.Fatalf("after: %+v %v, %d runs", s, exact, runs)
+	}
+}
+
+// A Reserve of another cell class than the one CellBacklog raised moves
+// the raise to the reservation's class.
+func TestReserveMovesTheRaiseToItsClass(t *testing.T) {
+	l := newLedger(policy.MustCompile(stripedPolicy()), 2, 1)
+	r := Reservation{CPUFuel: 1, MemoryBytes: 1, CellClass: policy.Small}
+	var tk Ticket
+	l.updateOn(&l.stripes[0], func(tx Tx) {
+		if tx.Shortfall(&r).Scope != NoScope {
+			t.Fatal("no room")
+		}
+		tx.CellBacklog(policy.Tiny)
+		tk = tx.Reserve(FingerprintOf(0, "x"), "x", r)
+	})
+	if s := snapshot(l); s.CellLive != ([policy.NumCellClasses]uint64{policy.Small: 1}) {
+		t.Fatalf("backlogs %v", s.CellLive)
+	}
+	if !release(l, tk) {
+		t.Fatal("release")
 	}
 }
