@@ -83,10 +83,14 @@ scenarios:
 	$(GO) run ./cmd/admissionctl replay --check -q testdata/shared-scenarios/*.json \
 		$$(ls testdata/scenarios/*.json 2>/dev/null) $$(ls ../shared/scenarios/*.json 2>/dev/null)
 
-# Valid admissions/s and rejections/s at -cpu 1,2,4,8,16, capped at the
-# machine's cores (it says so): the multi-core curve on a larger machine.
+# Valid admissions/s and rejections/s of the four parallel workloads
+# (valid, spread, flood, reject) at -cpu 1,2,4,8,16, capped at the
+# machine's cores (it says so), with each count's ratio to -cpu 1: the
+# medians of SCALING_ROUNDS runs, each over every -cpu value in turn, so
+# -cpu 1 and -cpu 2 are interleaved. Run it on a quiet machine.
+SCALING_ROUNDS ?= 6
 scaling:
-	$(GO) run ./bench/scaling
+	$(GO) run ./bench/scaling -rounds $(SCALING_ROUNDS)
 
 # The single-goroutine benchmarks (clock, cycle, rejections, critical
 # section) run at -cpu 1 pinned to the last core (taskset, and real-time

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"os"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -41,7 +43,15 @@ type env struct {
 	impls  []impl
 	valid  core.AdmissionRequest // acme/thumbs/resize, resolved
 	other  core.AdmissionRequest // globex/render/tiny, resolved
+	// spread are the spread workload's requests, one per tenant
+	// spread-0, spread-1, ...: each a copy of acme's, with acme's limits
+	// and its own copy of acme's thumbs/resize deployment.
+	spread []core.AdmissionRequest
 }
+
+// spreadTenants is how many tenants the spread workload has: one per
+// goroutine at any -cpu up to it (and at least the machine's cores).
+var spreadTenants = max(64, runtime.NumCPU())
 
 // newEnv builds the node: the example policy with roomy limits for acme,
 // globex limited to tenantLimit live reservations, and a long observation
@@ -68,6 +78,11 @@ func newEnv(b testing.TB, tenantLimit uint64, cpu float64) *env {
 		pol.CellClasses[i].Parallelism = 1 << 16
 	}
 	pol.Tenants[0].Limits = roomy
+	for i := range spreadTenants {
+		t := pol.Tenants[0]
+		t.ID = "spread-" + strconv.Itoa(i)
+		pol.Tenants = append(pol.Tenants, t)
+	}
 	pol.Tenants[1].Limits = policy.Limits{MaxLiveActivations: tenantLimit, MaxQueuedReservations: tenantLimit, MaxReservedCPUFuel: 1 << 62, MaxReservedMemoryBytes: 1 << 62}
 	pol.Node.Overload.MaximumObservationAge = time.Hour
 
@@ -79,6 +94,16 @@ func newEnv(b testing.TB, tenantLimit uint64, cpu float64) *env {
 	if err != nil {
 		b.Fatal(err)
 	}
+	thumbs := file.Deployments[0]
+	if thumbs.Tenant != "acme" || thumbs.Service != "thumbs" || thumbs.Routes[0].Name != "resize" {
+		b.Fatal("the catalog's first deployment is no longer acme/thumbs/resize")
+	}
+	for i := range spreadTenants {
+		d := catalog.Deployment{Tenant: "spread-" + strconv.Itoa(i), Service: "thumbs", Routes: thumbs.Routes[:1]}
+		file.Deployments = append(file.Deployments, d)
+	}
+	file.Capacity.MaxRevisions += uint64(spreadTenants)
+	file.Capacity.MaxPolicyBytes *= uint64(spreadTenants)
 	cat, err := catalog.FromFile(file)
 	if err != nil {
 		b.Fatal(err)
@@ -95,6 +120,10 @@ func newEnv(b testing.TB, tenantLimit uint64, cpu float64) *env {
 	}
 	e.valid = e.request(b, "acme", "alice", catalog.Target{Tenant: "acme", Service: "thumbs", Route: "resize"})
 	e.other = e.request(b, "globex", "bob", catalog.Target{Tenant: "globex", Service: "render", Route: "tiny"})
+	for i := range spreadTenants {
+		tenant := "spread-" + strconv.Itoa(i)
+		e.spread = append(e.spread, e.request(b, tenant, "alice", catalog.Target{Tenant: tenant, Service: "thumbs", Route: "resize"}))
+	}
 
 	ledger := e.ledger.Controller(core.ControllerConfig{Source: e.pin, Load: e.load})
 	naive := e.naive.Controller(e.pin, e.load, nil)

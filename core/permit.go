@@ -135,7 +135,9 @@ type permitState struct {
 	trust        policy.TrustClassID
 	cell         policy.CellClass
 
-	// phase changes only under the ledger mutex and is read lock-free.
+	// phase changes inside ledger transactions, by compare-and-swap
+	// (two transactions of one permit may run on different stripes), and
+	// is read lock-free.
 	phase atomic.Uint32
 }
 
@@ -253,7 +255,10 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 
 // startLocked is StartExecution under the mutex.
 func (s *permitState) startLocked(tx atomicledger.Tx) error {
-	if s.phase.Load() != permitQueued {
+	// The phase moves by compare-and-swap: transactions on different
+	// ledger stripes are not serialized, so of a start and a release
+	// racing for one permit exactly one may take it out of queued.
+	if !s.phase.CompareAndSwap(permitQueued, permitExecuting) {
 		return ErrPermitNotLive
 	}
 	// Elapsed monotonic time since admission: half the cost of a second
@@ -267,7 +272,6 @@ func (s *permitState) startLocked(tx atomicledger.Tx) error {
 		s.phase.Store(permitReleased)
 		return ErrPermitNotLive
 	}
-	s.phase.Store(permitExecuting)
 	return nil
 }
 
@@ -279,8 +283,7 @@ func (p *AdmissionPermit) release(from uint32) bool {
 	}
 	changed, released := false, false
 	s.provider.ledger.Update(func(tx atomicledger.Tx) {
-		if s.phase.Load() == from {
-			s.phase.Store(permitReleased)
+		if s.phase.CompareAndSwap(from, permitReleased) {
 			changed, released = true, tx.Release(s.ticket)
 		}
 	})

@@ -318,50 +318,28 @@ func TestFitsAtTheLimit(t *testing.T) {
 	}
 }
 
-// The index is the smallest power of two that keeps the load factor at
-// most one half, and at least two slots.
+// The index is the smallest power of two that keeps at least two buckets
+// per entry, and at least two buckets; every entry starts on the table's
+// free list, entry 0 first.
 func TestLiveTableIndexSize(t *testing.T) {
 	for maxLive := uint64(0); maxLive <= 600; maxLive++ {
 		tb := newLiveTable(maxLive)
-		size := uint64(len(tb.index))
+		size := uint64(len(tb.buckets))
 		if size < 2 || size&(size-1) != 0 || size < 2*maxLive || (size > 2 && size/2 >= 2*maxLive) || tb.mask != size-1 {
-			t.Fatalf("maxLive %d: index of %d slots, mask %#x", maxLive, size, tb.mask)
+			t.Fatalf("maxLive %d: index of %d buckets, mask %#x", maxLive, size, tb.mask)
 		}
-		if len(tb.entries) != int(maxLive) || len(tb.free) != int(maxLive) {
-			t.Fatalf("maxLive %d: %d entries, %d free", maxLive, len(tb.entries), len(tb.free))
+		if len(tb.entries) != int(maxLive) || tb.free.n != maxLive {
+			t.Fatalf("maxLive %d: %d entries, %d free", maxLive, len(tb.entries), tb.free.n)
 		}
-		if maxLive > 0 && (tb.free[len(tb.free)-1] != 0 || tb.free[0] != uint32(maxLive-1)) {
-			t.Fatalf("maxLive %d: entry 0 is not handed out first: %v", maxLive, tb.free)
+		if uint64(len(tb.locks)) > size || len(tb.locks) > maxBucketLocks || tb.lockMask != uint64(len(tb.locks)-1) {
+			t.Fatalf("maxLive %d: %d bucket locks", maxLive, len(tb.locks))
+		}
+		if i, ok := tb.pop(&tb.free); maxLive > 0 && (!ok || i != 0) {
+			t.Fatalf("maxLive %d: entry %d is handed out first", maxLive, i)
 		}
 	}
-	if bits.OnesCount(uint(len(newLiveTable(1<<20).index))) != 1 {
+	if bits.OnesCount(uint(len(newLiveTable(1<<20).buckets))) != 1 {
 		t.Fatal("large table")
-	}
-}
-
-func TestCyclicallyBetween(t *testing.T) {
-	cases := []struct {
-		x, lo, hi uint64
-		want      bool
-	}{
-		// An interval that does not wrap: (2, 5].
-		{2, 2, 5, false},
-		{3, 2, 5, true},
-		{5, 2, 5, true},
-		{6, 2, 5, false},
-		{1, 2, 5, false},
-		// An interval that wraps: (6, 1] in a table of 8.
-		{6, 6, 1, false},
-		{7, 6, 1, true},
-		{0, 6, 1, true},
-		{1, 6, 1, true},
-		{2, 6, 1, false},
-		{5, 6, 1, false},
-	}
-	for _, c := range cases {
-		if got := cyclicallyBetween(c.x, c.lo, c.hi); got != c.want {
-			t.Errorf("cyclicallyBetween(%d, %d, %d) = %v, want %v", c.x, c.lo, c.hi, got, c.want)
-		}
 	}
 }
 
@@ -385,23 +363,38 @@ func TestFingerprintsAreDistinct(t *testing.T) {
 	}
 }
 
-// Each scope's counters fill exactly one cache line, and the sequence
-// counter sits alone on a line with a full line of padding either side.
+// A cell class's counters fill exactly one cache line; a scope's shared
+// counters sit a full line away from its limits and from the next scope;
+// a stripe and a bucket lock are whole lines with their mutex and
+// sequence counter a full line from the neighbours.
 func TestPaddingIsExact(t *testing.T) {
 	if s := unsafe.Sizeof(counters{}); s != cacheLine {
 		t.Fatalf("counters are %d bytes, want one %d-byte line", s, cacheLine)
 	}
-	if s := unsafe.Sizeof(paddedSequence{}); s != 2*cacheLine {
-		t.Fatalf("the padded sequence is %d bytes, want %d", s, 2*cacheLine)
+	var sc scope
+	if gap := unsafe.Offsetof(sc.count) - (unsafe.Offsetof(sc.batch) + unsafe.Sizeof(sc.batch)); gap < cacheLine {
+		t.Fatalf("a scope's counters are %d bytes from its limits", gap)
 	}
-	var p paddedSequence
-	if off := unsafe.Offsetof(p.seq); off != cacheLine {
-		t.Fatalf("sequence counter at offset %d, want %d", off, cacheLine)
+	if gap := unsafe.Sizeof(sc) - (unsafe.Offsetof(sc.count) + unsafe.Sizeof(sc.count)); gap < cacheLine {
+		t.Fatalf("a scope's counters are %d bytes from the next scope", gap)
+	}
+	var st stripe
+	if off := unsafe.Offsetof(st.mu); off < cacheLine {
+		t.Fatalf("a stripe's mutex at offset %d", off)
+	}
+	if gap := unsafe.Sizeof(st) - (unsafe.Offsetof(st.tx) + unsafe.Sizeof(st.tx)); gap < cacheLine {
+		t.Fatalf("a stripe ends %d bytes after its fields", gap)
+	}
+	if s := unsafe.Sizeof(bucketLock{}); s != cacheLine {
+		t.Fatalf("a bucket lock is %d bytes", s)
+	}
+	if s := unsafe.Sizeof(room{}); s != unsafeSizeofRoom {
+		t.Fatalf("a room is %d bytes, the padding assumes %d", s, unsafeSizeofRoom)
 	}
 }
 
 // collidingKeys returns n activation IDs of tenant 0 whose fingerprints
-// share one home slot of tb's index.
+// share one bucket of tb's index.
 func collidingKeys(tb *liveTable, n int) []string {
 	byHome := map[uint64][]string{}
 	for i := 0; ; i++ {
@@ -414,9 +407,9 @@ func collidingKeys(tb *liveTable, n int) []string {
 	}
 }
 
-// A key stored past its home slot, behind another with the same home, is
-// found by the lock-free probe too: the pre-check defers to the locked
-// path for it, and it is found, started and released.
+// Keys that share a bucket are all found by the lock-free walk too: the
+// pre-check defers to a transaction for each, and each is found, started
+// and released, whichever place in the chain it holds.
 func TestCollidingKeysAreFoundPastTheirHomeSlot(t *testing.T) {
 	l := testLedger(t, 4)
 	ids := collidingKeys(&l.table, 3)
@@ -435,7 +428,7 @@ func TestCollidingKeysAreFoundPastTheirHomeSlot(t *testing.T) {
 			}
 		})
 	}
-	// Releasing the head of the run shifts the others back; all stay
+	// Releasing the oldest (the chain's tail) leaves the others
 	// reachable, and the released one is gone.
 	if !release(l, tickets[0]) {
 		t.Fatal("release")

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"go.uber.org/goleak"
 
@@ -13,19 +12,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func TestCountersOccupyWholeCacheLines(t *testing.T) {
-	if s := unsafe.Sizeof(counters{}); s%cacheLine != 0 {
-		t.Fatalf("counters are %d bytes, not a multiple of %d", s, cacheLine)
-	}
-	if s := unsafe.Sizeof(paddedSequence{}); s < 2*cacheLine {
-		t.Fatalf("sequence padding is %d bytes", s)
-	}
-	var l Ledger
-	if off := unsafe.Offsetof(l.sequence) + unsafe.Offsetof(l.sequence.seq); (off-unsafe.Offsetof(l.sequence))%cacheLine != 0 {
-		t.Fatalf("sequence counter at %d shares a line with its neighbours", off)
-	}
-}
 
 func testLedger(t testing.TB, maxLive uint64) *Ledger {
 	t.Helper()
@@ -111,11 +97,13 @@ func TestPreCheck(t *testing.T) {
 	if !exact || s != (Shortfall{Scope: NodeScope, Dimension: LiveActivations}) {
 		t.Fatalf("full node: %+v %v", s, exact)
 	}
-	l.sequence.seq.Add(1) // a commit in flight
-	if _, exact := l.PreCheck(other, &r); exact {
-		t.Fatal("pre-check trusted counters while a commit was in flight")
+	for i := range l.stripes {
+		l.stripes[i].seq.Add(1) // a transaction writing on stripe i
+		if _, exact := l.PreCheck(other, &r); exact {
+			t.Fatalf("pre-check trusted counters while stripe %d was writing", i)
+		}
+		l.stripes[i].seq.Add(1)
 	}
-	l.sequence.seq.Add(1)
 	if !l.Release(tk) || l.Release(tk) {
 		t.Fatal("release is not exactly-once")
 	}
@@ -190,7 +178,52 @@ func TestTxOutsideItsUpdatePanics(t *testing.T) {
 		l.Update(func(tx Tx) { kept = tx; panic("inside") })
 	}()
 	l.Update(func(Tx) {})
-	if l.inTx {
-		t.Fatal("the transaction outlived a panic")
+	for i := range l.stripes {
+		if l.stripes[i].tx.active || !l.stripes[i].mu.TryLock() {
+			t.Fatal("the transaction outlived a panic")
+		}
+		l.stripes[i].mu.Unlock()
+	}
+	if !l.mu.TryLock() {
+		t.Fatal("the exact path's mutex outlived a panic")
+	}
+	l.mu.Unlock()
+}
+
+// A transaction that moved something and then needs the exact path (a
+// second key) cannot be run again: it panics, and releases its stripe.
+func TestTwoKeysAfterAMovePanics(t *testing.T) {
+	l := newLedger(policy.MustCompile(stripedPolicy()), 2, 1)
+	st := &l.stripes[0]
+	r := Reservation{CPUFuel: 1, MemoryBytes: 1}
+	ids := collidingKeys(&l.table, 1)
+	other := ""
+	for i := 0; other == ""; i++ {
+		id := fmt.Sprint("o", i)
+		if l.table.lockOf(FingerprintOf(0, id)) != l.table.lockOf(FingerprintOf(0, ids[0])) {
+			other = id
+		}
+	}
+	tk, answer := commitOn(l, st, ids[0], r, ^uint64(0))
+	if answer != "ok" {
+		t.Fatal(answer)
+	}
+	func() {
+		defer func() {
+			if got := recover(); got == nil {
+				t.Fatal("no panic")
+			}
+		}()
+		l.updateOn(st, func(tx Tx) {
+			tx.Release(tk)
+			tx.Contains(FingerprintOf(0, other), 0, other)
+		})
+	}()
+	if !st.mu.TryLock() {
+		t.Fatal("the stripe stayed locked")
+	}
+	st.mu.Unlock()
+	if n := l.LiveEntries(); n != 0 {
+		t.Fatalf("%d live", n)
 	}
 }

@@ -34,33 +34,46 @@ func FingerprintOf(tenant policy.TenantID, activationID string) Fingerprint {
 	return 1
 }
 
-// entry is one live reservation. Entries never move: a permit names its
-// entry by index and generation. Guarded by Ledger.mu.
+// entry is one live reservation, or a free one on a free list. Entries
+// never move: a permit names its entry by index and generation.
+//
+// A live entry is guarded by the lock of its bucket (and, on the exact
+// path, by every stripe); a free one by the mutex of the stripe whose
+// list holds it (the table's own list: by the exact path). fingerprint
+// and next are atomics because the pre-check walks chains lock-free.
 type entry struct {
-	generation  uint64 // bumped on every reuse, so a stale ticket never matches
+	fingerprint atomic.Uint64 // 0 while free
+	next        atomic.Uint32 // the next entry of its chain or free list, as index+1; 0 ends it
+	generation  uint64        // bumped on every reuse, so a stale ticket never matches
 	live        bool
 	executing   bool
-	fingerprint Fingerprint
 	id          string
 	reservation Reservation
 }
 
-// indexSlot maps a fingerprint to an entry. fingerprint is read lock-free;
-// entryIndex is guarded by Ledger.mu.
-type indexSlot struct {
-	fingerprint atomic.Uint64
-	entryIndex  uint32
-}
+// maxBucketLocks bounds the bucket locks: two transactions of different
+// keys wait on each other only when their buckets share a lock.
+const maxBucketLocks = 256
 
 // liveTable is the fixed-capacity live-activation table: a pool of
-// maxLive entries with a free stack, and an open-addressing index (linear
-// probing, backward-shift deletion, load factor at most one half) from
-// fingerprint to entry. Nothing in it grows after construction.
+// maxLive entries and a chained hash index from fingerprint to entry
+// (at least two buckets per entry, so chains stay short). Bucket b is
+// guarded by locks[b & lockMask]. Free entries sit on free lists linked
+// through next: one per stripe and the table's own. Nothing in it grows
+// after construction.
 type liveTable struct {
-	entries []entry
-	free    []uint32 // stack of unused entry indexes
-	index   []indexSlot
-	mask    uint64
+	entries  []entry
+	buckets  []atomic.Uint32 // head of each chain, as index+1; 0 is empty
+	mask     uint64
+	locks    []bucketLock
+	lockMask uint64
+	free     freeList // guarded by the exact path
+}
+
+// freeList is a list of free entries linked through their next field.
+type freeList struct {
+	head, tail uint32 // index+1; 0 when empty
+	n          uint64
 }
 
 func newLiveTable(maxLive uint64) liveTable {
@@ -68,135 +81,138 @@ func newLiveTable(maxLive uint64) liveTable {
 	if maxLive > 0 {
 		size = 1 << bits.Len64(maxLive*2-1)
 	}
+	locks := min(size, maxBucketLocks)
 	t := liveTable{
-		entries: make([]entry, maxLive),
-		free:    make([]uint32, maxLive),
-		index:   make([]indexSlot, size),
-		mask:    size - 1,
+		entries:  make([]entry, maxLive),
+		buckets:  make([]atomic.Uint32, size),
+		mask:     size - 1,
+		locks:    make([]bucketLock, locks),
+		lockMask: locks - 1,
 	}
-	for i := range t.free {
-		t.free[i] = uint32(maxLive) - 1 - uint32(i)
+	for i := maxLive; i > 0; i-- {
+		t.push(&t.free, uint32(i-1))
 	}
 	return t
 }
 
+// lockOf is the index of the lock that guards fp's bucket.
+func (t *liveTable) lockOf(fp Fingerprint) int32 {
+	return int32(uint64(fp) & t.mask & t.lockMask)
+}
+
+// push puts free entry i at the head of list f.
+func (t *liveTable) push(f *freeList, i uint32) {
+	t.entries[i].next.Store(f.head)
+	f.head = i + 1
+	if f.tail == 0 {
+		f.tail = i + 1
+	}
+	f.n++
+}
+
+// pop takes the entry at the head of list f.
+func (t *liveTable) pop(f *freeList) (uint32, bool) {
+	if f.head == 0 {
+		return 0, false
+	}
+	i := f.head - 1
+	f.head = t.entries[i].next.Load()
+	if f.head == 0 {
+		f.tail = 0
+	}
+	f.n--
+	return i, true
+}
+
+// splice moves all of src to the front of dst.
+func (t *liveTable) splice(dst, src *freeList) {
+	if src.n == 0 {
+		return
+	}
+	t.entries[src.tail-1].next.Store(dst.head)
+	dst.head = src.head
+	if dst.tail == 0 {
+		dst.tail = src.tail
+	}
+	dst.n += src.n
+	*src = freeList{}
+}
+
+// move moves up to n entries from src to dst.
+func (t *liveTable) move(dst, src *freeList, n uint64) {
+	for ; n > 0; n-- {
+		i, ok := t.pop(src)
+		if !ok {
+			return
+		}
+		t.push(dst, i)
+	}
+}
+
 // mayContain reports whether the key with fingerprint fp may be live. A
 // false answer is exact only if no writer ran concurrently; the caller
-// brackets the call with the ledger's sequence counter.
+// brackets the call with the stripes' sequence counters. The walk is
+// bounded, since a chain read while it changes may lead anywhere.
 func (t *liveTable) mayContain(fp Fingerprint) bool {
-	for i, n := uint64(fp)&t.mask, uint64(0); n <= t.mask; i, n = (i+1)&t.mask, n+1 {
-		got := t.index[i].fingerprint.Load()
-		if got == 0 {
-			return false
-		}
-		if got == uint64(fp) {
+	next := t.buckets[uint64(fp)&t.mask].Load()
+	for n := 0; next != 0 && n <= len(t.entries); n++ {
+		e := &t.entries[next-1]
+		if e.fingerprint.Load() == uint64(fp) {
 			return true
 		}
+		next = e.next.Load()
 	}
 	return false
 }
 
-// findLocked returns the entry index holding (tenant, id), or -1.
+// findLocked returns the entry index holding (tenant, id), or -1. The
+// caller holds the bucket of fp.
 func (t *liveTable) findLocked(fp Fingerprint, tenant policy.TenantID, id string) int {
-	for i, n := uint64(fp)&t.mask, uint64(0); n <= t.mask; i, n = (i+1)&t.mask, n+1 {
-		s := &t.index[i]
-		got := s.fingerprint.Load()
-		if got == 0 {
-			return -1
+	for next := t.buckets[uint64(fp)&t.mask].Load(); next != 0; {
+		e := &t.entries[next-1]
+		if e.fingerprint.Load() == uint64(fp) && e.reservation.Tenant == tenant && e.id == id {
+			return int(next - 1)
 		}
-		if got == uint64(fp) {
-			e := &t.entries[s.entryIndex]
-			if e.reservation.Tenant == tenant && e.id == id {
-				return int(s.entryIndex)
-			}
-		}
+		next = e.next.Load()
 	}
 	return -1
 }
 
-// insertLocked stores a new live entry and returns its ticket. The caller
-// guarantees the key is absent and a free entry exists (the node live
-// limit is checked first and sizes the table).
-func (t *liveTable) insertLocked(fp Fingerprint, id string, r Reservation) Ticket {
-	top := len(t.free) - 1
-	ei := t.free[top]
-	t.free = t.free[:top]
+// insertLocked makes free entry ei the live reservation of (fp, id) and
+// returns its ticket. The caller holds the bucket of fp and took ei off
+// a free list. The entry is complete before the bucket points to it.
+func (t *liveTable) insertLocked(ei uint32, fp Fingerprint, id string, r Reservation) Ticket {
 	e := &t.entries[ei]
 	e.generation++
 	e.live = true
 	e.executing = false
-	e.fingerprint = fp
 	e.id = id
 	e.reservation = r
-	i := uint64(fp) & t.mask
-	for t.index[i].fingerprint.Load() != 0 {
-		i = (i + 1) & t.mask
-	}
-	t.index[i].entryIndex = ei
-	t.index[i].fingerprint.Store(uint64(fp))
+	b := &t.buckets[uint64(fp)&t.mask]
+	e.next.Store(b.Load())
+	e.fingerprint.Store(uint64(fp))
+	b.Store(ei + 1)
 	return Ticket{entry: ei, generation: e.generation}
 }
 
-// entryLocked returns the entry a ticket names if it is still live.
-func (t *liveTable) entryLocked(tk Ticket) *entry {
-	if int(tk.entry) >= len(t.entries) || tk.generation == 0 {
-		return nil
-	}
-	e := &t.entries[tk.entry]
-	if !e.live || e.generation != tk.generation {
-		return nil
-	}
-	return e
-}
-
-// removeLocked frees a live entry and its index slot.
+// removeLocked unlinks live entry ei from its chain and clears it; the
+// caller then puts it on a free list. The caller holds its bucket. A
+// lock-free reader already on ei may still follow its old next.
 func (t *liveTable) removeLocked(ei uint32) {
 	e := &t.entries[ei]
-	fp := uint64(e.fingerprint)
-	i := fp & t.mask
-	for t.index[i].fingerprint.Load() != fp || t.index[i].entryIndex != ei {
-		i = (i + 1) & t.mask
+	b := &t.buckets[e.fingerprint.Load()&t.mask]
+	if b.Load() == ei+1 {
+		b.Store(e.next.Load())
+	} else {
+		prev := &t.entries[b.Load()-1]
+		for prev.next.Load() != ei+1 {
+			prev = &t.entries[prev.next.Load()-1]
+		}
+		prev.next.Store(e.next.Load())
 	}
-	t.deleteIndexLocked(i)
+	e.fingerprint.Store(0)
 	e.live = false
 	e.executing = false
 	e.id = ""
 	e.reservation = Reservation{}
-	t.free = append(t.free, ei)
 }
-
-// deleteIndexLocked empties index slot i and shifts later members of its
-// probe run back, so that lookups never need tombstones.
-func (t *liveTable) deleteIndexLocked(i uint64) {
-	for {
-		t.index[i].fingerprint.Store(0)
-		j := i
-		for {
-			j = (j + 1) & t.mask
-			fp := t.index[j].fingerprint.Load()
-			if fp == 0 {
-				return
-			}
-			home := fp & t.mask
-			// j may fill the hole at i unless its home lies cyclically in
-			// (i, j], where it is still reachable without i.
-			if !cyclicallyBetween(home, i, j) {
-				break
-			}
-		}
-		t.index[i].entryIndex = t.index[j].entryIndex
-		t.index[i].fingerprint.Store(t.index[j].fingerprint.Load())
-		i = j
-	}
-}
-
-// cyclicallyBetween reports whether x lies in the cyclic interval (lo, hi].
-func cyclicallyBetween(x, lo, hi uint64) bool {
-	if lo < hi {
-		return lo < x && x <= hi
-	}
-	return lo < x || x <= hi
-}
-
-// liveCountLocked is the number of live entries.
-func (t *liveTable) liveCountLocked() int { return len(t.entries) - len(t.free) }
