@@ -114,7 +114,7 @@ type QuotaSnapshot struct {
 	Limits      policy.Limits
 }
 
-func snapshotOf(u atomicledger.Usage, l policy.Limits) QuotaSnapshot {
+func snapshotOf(u atomicledger.Held, l policy.Limits) QuotaSnapshot {
 	return QuotaSnapshot{Live: u.Live, Queued: u.Queued, CPUFuel: u.CPUFuel, MemoryBytes: u.MemoryBytes, Limits: l}
 }
 

@@ -73,7 +73,7 @@ func (p *LocalQuotaProvider) Usage() Usage {
 	return u
 }
 
-func scopeUsage(name string, u atomicledger.Usage, l policy.Limits) ScopeUsage {
+func scopeUsage(name string, u atomicledger.Held, l policy.Limits) ScopeUsage {
 	return ScopeUsage{Name: name, Live: u.Live, Queued: u.Queued, CPUFuel: u.CPUFuel, MemoryBytes: u.MemoryBytes, Limits: l}
 }
 

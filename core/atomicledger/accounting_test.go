@@ -55,23 +55,23 @@ func TestCountersFollowReserveStartAndRelease(t *testing.T) {
 	a := Reservation{Tenant: 1, CPUFuel: 3, MemoryBytes: 5, CellClass: policy.Small}
 	b := Reservation{Tenant: 0, CPUFuel: 7, MemoryBytes: 11, CellClass: policy.Tiny}
 	empty := snapshot(l)
-	if !reflect.DeepEqual(empty, Snapshot{Tenants: []Usage{{}, {}}, TrustClass: []Usage{{}}, QueueQueued: []uint64{0}}) {
+	if !reflect.DeepEqual(empty, Snapshot{Tenants: []Held{{}, {}}, TrustClass: []Held{{}}, QueueQueued: []uint64{0}}) {
 		t.Fatalf("new ledger: %+v", empty)
 	}
 
 	ta := reserve(l, FingerprintOf(1, "a"), "a", a)
 	wantState(t, "reserve a", l, Snapshot{
-		Node:        Usage{Live: 1, Queued: 1, CPUFuel: 3, MemoryBytes: 5},
-		Tenants:     []Usage{{}, {Live: 1, Queued: 1, CPUFuel: 3, MemoryBytes: 5}},
-		TrustClass:  []Usage{{Live: 1, Queued: 1, CPUFuel: 3, MemoryBytes: 5}},
+		Node:        Held{Live: 1, Queued: 1, CPUFuel: 3, MemoryBytes: 5},
+		Tenants:     []Held{{}, {Live: 1, Queued: 1, CPUFuel: 3, MemoryBytes: 5}},
+		TrustClass:  []Held{{Live: 1, Queued: 1, CPUFuel: 3, MemoryBytes: 5}},
 		QueueQueued: []uint64{1},
 		CellLive:    [policy.NumCellClasses]uint64{policy.Small: 1},
 	})
 	tb := reserve(l, FingerprintOf(0, "b"), "b", b)
 	both := Snapshot{
-		Node:        Usage{Live: 2, Queued: 2, CPUFuel: 10, MemoryBytes: 16},
-		Tenants:     []Usage{{Live: 1, Queued: 1, CPUFuel: 7, MemoryBytes: 11}, {Live: 1, Queued: 1, CPUFuel: 3, MemoryBytes: 5}},
-		TrustClass:  []Usage{{Live: 2, Queued: 2, CPUFuel: 10, MemoryBytes: 16}},
+		Node:        Held{Live: 2, Queued: 2, CPUFuel: 10, MemoryBytes: 16},
+		Tenants:     []Held{{Live: 1, Queued: 1, CPUFuel: 7, MemoryBytes: 11}, {Live: 1, Queued: 1, CPUFuel: 3, MemoryBytes: 5}},
+		TrustClass:  []Held{{Live: 2, Queued: 2, CPUFuel: 10, MemoryBytes: 16}},
 		QueueQueued: []uint64{2},
 		CellLive:    [policy.NumCellClasses]uint64{policy.Tiny: 1, policy.Small: 1},
 	}
@@ -93,9 +93,9 @@ func TestCountersFollowReserveStartAndRelease(t *testing.T) {
 		t.Fatal("start of a queued reservation failed")
 	}
 	started := Snapshot{
-		Node:        Usage{Live: 2, Queued: 1, CPUFuel: 10, MemoryBytes: 16},
-		Tenants:     []Usage{{Live: 1, Queued: 1, CPUFuel: 7, MemoryBytes: 11}, {Live: 1, Queued: 0, CPUFuel: 3, MemoryBytes: 5}},
-		TrustClass:  []Usage{{Live: 2, Queued: 1, CPUFuel: 10, MemoryBytes: 16}},
+		Node:        Held{Live: 2, Queued: 1, CPUFuel: 10, MemoryBytes: 16},
+		Tenants:     []Held{{Live: 1, Queued: 1, CPUFuel: 7, MemoryBytes: 11}, {Live: 1, Queued: 0, CPUFuel: 3, MemoryBytes: 5}},
+		TrustClass:  []Held{{Live: 2, Queued: 1, CPUFuel: 10, MemoryBytes: 16}},
 		QueueQueued: []uint64{1},
 		CellLive:    [policy.NumCellClasses]uint64{policy.Tiny: 1, policy.Small: 1},
 	}
@@ -109,9 +109,9 @@ func TestCountersFollowReserveStartAndRelease(t *testing.T) {
 		t.Fatal("release of an executing reservation failed")
 	}
 	onlyB := Snapshot{
-		Node:        Usage{Live: 1, Queued: 1, CPUFuel: 7, MemoryBytes: 11},
-		Tenants:     []Usage{{Live: 1, Queued: 1, CPUFuel: 7, MemoryBytes: 11}, {}},
-		TrustClass:  []Usage{{Live: 1, Queued: 1, CPUFuel: 7, MemoryBytes: 11}},
+		Node:        Held{Live: 1, Queued: 1, CPUFuel: 7, MemoryBytes: 11},
+		Tenants:     []Held{{Live: 1, Queued: 1, CPUFuel: 7, MemoryBytes: 11}, {}},
+		TrustClass:  []Held{{Live: 1, Queued: 1, CPUFuel: 7, MemoryBytes: 11}},
 		QueueQueued: []uint64{1},
 		CellLive:    [policy.NumCellClasses]uint64{policy.Tiny: 1},
 	}

@@ -75,16 +75,17 @@ type Ticket struct {
 // after its reservation was released.
 func (t Ticket) Slot() int { return int(t.entry) }
 
-// Usage is a scope's current reservations.
-type Usage struct {
+// Held is what a scope holds now: live activations, queued
+// reservations, CPU fuel and memory.
+type Held struct {
 	Live        uint64
 	Queued      uint64
 	CPUFuel     uint64
 	MemoryBytes uint64
 }
 
-func usageOf(a amounts) Usage {
-	return Usage{Live: a[LiveActivations], Queued: a[QueuedReservations], CPUFuel: a[CPUFuel], MemoryBytes: a[MemoryBytes]}
+func heldOf(a amounts) Held {
+	return Held{Live: a[LiveActivations], Queued: a[QueuedReservations], CPUFuel: a[CPUFuel], MemoryBytes: a[MemoryBytes]}
 }
 
 // counters is a cell class's live backlog on a cache line of its own.
@@ -353,13 +354,13 @@ func (l *Ledger) quiescent() (sum uint64, ok bool) {
 
 // Node reads the node's usage under the exact path's locks: the stripes'
 // rooms are counted only there.
-func (l *Ledger) Node() Usage { return l.scopeUsage(0) }
+func (l *Ledger) Node() Held { return l.scopeUsage(0) }
 
 // Tenant reads a tenant's usage under the exact path's locks.
-func (l *Ledger) Tenant(id policy.TenantID) Usage { return l.scopeUsage(l.tenantBase + int(id)) }
+func (l *Ledger) Tenant(id policy.TenantID) Held { return l.scopeUsage(l.tenantBase + int(id)) }
 
 // TrustClass reads a trust class's usage under the exact path's locks.
-func (l *Ledger) TrustClass(id policy.TrustClassID) Usage {
+func (l *Ledger) TrustClass(id policy.TrustClassID) Held {
 	return l.scopeUsage(l.trustBase + int(id))
 }
 
@@ -369,10 +370,10 @@ func (l *Ledger) QueueClassQueued(id policy.QueueClassID) uint64 {
 	return l.scopeUsage(l.queueBase + int(id)).Queued
 }
 
-func (l *Ledger) scopeUsage(id int) Usage {
+func (l *Ledger) scopeUsage(id int) Held {
 	l.lockAll()
 	defer l.unlockAll()
-	return usageOf(l.usedOf(id))
+	return heldOf(l.usedOf(id))
 }
 
 // CellClassLive reads a cell class's live backlog under the exact path's

@@ -8,9 +8,9 @@ import "latent.dev/admission/policy"
 // the scopes agree with each other (the node's live count is the sum of
 // the tenants', and so on).
 type Snapshot struct {
-	Node        Usage
-	Tenants     []Usage  // by policy.TenantID
-	TrustClass  []Usage  // by policy.TrustClassID
+	Node        Held
+	Tenants     []Held   // by policy.TenantID
+	TrustClass  []Held   // by policy.TrustClassID
 	QueueQueued []uint64 // by policy.QueueClassID
 	CellLive    [policy.NumCellClasses]uint64
 }
@@ -24,12 +24,12 @@ func (l *Ledger) SnapshotInto(s *Snapshot) {
 	s.QueueQueued = resize(s.QueueQueued, len(l.scopes)-l.queueBase)
 	l.lockAll()
 	defer l.unlockAll()
-	s.Node = usageOf(l.usedOf(0))
+	s.Node = heldOf(l.usedOf(0))
 	for i := range s.Tenants {
-		s.Tenants[i] = usageOf(l.usedOf(l.tenantBase + i))
+		s.Tenants[i] = heldOf(l.usedOf(l.tenantBase + i))
 	}
 	for i := range s.TrustClass {
-		s.TrustClass[i] = usageOf(l.usedOf(l.trustBase + i))
+		s.TrustClass[i] = heldOf(l.usedOf(l.trustBase + i))
 	}
 	for i := range s.QueueQueued {
 		s.QueueQueued[i] = l.usedOf(l.queueBase + i)[QueuedReservations]

@@ -47,7 +47,7 @@ func TestSnapshotIsConsistentAcrossScopes(t *testing.T) {
 	for range 5000 {
 		l.SnapshotInto(&s)
 		a, b := s.Tenants[0], s.Tenants[1]
-		sum := Usage{Live: a.Live + b.Live, Queued: a.Queued + b.Queued, CPUFuel: a.CPUFuel + b.CPUFuel, MemoryBytes: a.MemoryBytes + b.MemoryBytes}
+		sum := Held{Live: a.Live + b.Live, Queued: a.Queued + b.Queued, CPUFuel: a.CPUFuel + b.CPUFuel, MemoryBytes: a.MemoryBytes + b.MemoryBytes}
 		if s.Node != sum || s.TrustClass[0] != s.Node || s.QueueQueued[0] != s.Node.Queued || s.CellLive[policy.Tiny] != s.Node.Live ||
 			s.Node.CPUFuel != 3*s.Node.Live || s.Node.MemoryBytes != 5*s.Node.Live {
 			stop.Store(true)
@@ -58,7 +58,7 @@ func TestSnapshotIsConsistentAcrossScopes(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 	l.SnapshotInto(&s)
-	if s.Node != (Usage{}) {
+	if s.Node != (Held{}) {
 		t.Errorf("after every release: %+v", s.Node)
 	}
 	if allocs := testing.AllocsPerRun(100, func() { l.SnapshotInto(&s) }); allocs != 0 {

@@ -55,7 +55,7 @@ func (l *Ledger) limitOf(id int, d int) uint64 { return l.scopes[id].limit[d] }
 // limit, or the scopes disagree with each other.
 func checkWithinLimits(l *Ledger, s *Snapshot) error {
 	l.SnapshotInto(s)
-	over := func(name string, u Usage, id int) error {
+	over := func(name string, u Held, id int) error {
 		for d, v := range [...]uint64{u.Live, u.Queued, u.CPUFuel, u.MemoryBytes} {
 			if v > l.limitOf(id, d) {
 				return fmt.Errorf("%s over its limit in dimension %d: %+v", name, d, u)
@@ -66,10 +66,10 @@ func checkWithinLimits(l *Ledger, s *Snapshot) error {
 	if err := over("node", s.Node, 0); err != nil {
 		return err
 	}
-	add := func(a, b Usage) Usage {
-		return Usage{a.Live + b.Live, a.Queued + b.Queued, a.CPUFuel + b.CPUFuel, a.MemoryBytes + b.MemoryBytes}
+	add := func(a, b Held) Held {
+		return Held{a.Live + b.Live, a.Queued + b.Queued, a.CPUFuel + b.CPUFuel, a.MemoryBytes + b.MemoryBytes}
 	}
-	var tenants, trust Usage
+	var tenants, trust Held
 	for i, u := range s.Tenants {
 		if err := over(fmt.Sprint("tenant ", i), u, l.tenantBase+i); err != nil {
 			return err
@@ -149,7 +149,7 @@ func TestEveryLimitAtOnceAcrossStripes(t *testing.T) {
 			}
 			var s Snapshot
 			l.SnapshotInto(&s)
-			if s.Node != (Usage{}) || l.LiveEntries() != 0 {
+			if s.Node != (Held{}) || l.LiveEntries() != 0 {
 				t.Fatalf("after every release: %+v, %d entries", s.Node, l.LiveEntries())
 			}
 			for _, want := range wanted {
@@ -404,9 +404,9 @@ func TestAskingTwiceKeepsTheLastClaim(t *testing.T) {
 		tk = tx.Reserve(FingerprintOf(0, "x"), "x", small)
 	})
 	want := Snapshot{
-		Node:        Usage{Live: 1, Queued: 1, CPUFuel: 1, MemoryBytes: 1},
-		Tenants:     []Usage{{Live: 1, Queued: 1, CPUFuel: 1, MemoryBytes: 1}, {}},
-		TrustClass:  []Usage{{Live: 1, Queued: 1, CPUFuel: 1, MemoryBytes: 1}, {}},
+		Node:        Held{Live: 1, Queued: 1, CPUFuel: 1, MemoryBytes: 1},
+		Tenants:     []Held{{Live: 1, Queued: 1, CPUFuel: 1, MemoryBytes: 1}, {}},
+		TrustClass:  []Held{{Live: 1, Queued: 1, CPUFuel: 1, MemoryBytes: 1}, {}},
 		QueueQueued: []uint64{1, 0},
 		CellLive:    [policy.NumCellClasses]uint64{policy.Small: 1},
 	}
@@ -477,7 +477,7 @@ func TestOneStripe(t *testing.T) {
 	if l.CellClassLive(policy.Tiny) != 1 {
 		t.Fatal("a Reserve without CellBacklog did not raise the backlog")
 	}
-	if !start(l, tk) || l.Node() != (Usage{Live: 1, CPUFuel: 1, MemoryBytes: 1}) || !release(l, tk) || l.LiveEntries() != 0 {
+	if !start(l, tk) || l.Node() != (Held{Live: 1, CPUFuel: 1, MemoryBytes: 1}) || !release(l, tk) || l.LiveEntries() != 0 {
 		t.Fatal("cycle")
 	}
 }
