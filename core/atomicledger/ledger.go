@@ -75,8 +75,7 @@ type Ticket struct {
 // after its reservation was released.
 func (t Ticket) Slot() int { return int(t.entry) }
 
-// Held is what a scope holds now: live activations, queued
-// reservations, CPU fuel and memory.
+// Held is what a scope holds now: live, queued, fuel and memory.
 type Held struct {
 	Live        uint64
 	Queued      uint64
