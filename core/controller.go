@@ -39,7 +39,7 @@ func (c *AdmissionController) Provider() *LocalQuotaProvider { return c.provider
 // Admit decides req at the current time. The clock is read once,
 // after steps 1 to 10 (the request, the policy and the pinned view, none
 // of which time can change) and before steps 11 and 12; the deadline is
-// bound to that reading. Under the ledger mutex it is read again,
+// bound to that reading. Inside the commit's ledger transaction it is read again,
 // monotonically, and the final decision uses the second reading. A
 // request rejected by steps 1 to 10 never pays for a clock read.
 func (c *AdmissionController) Admit(req *AdmissionRequest) (*AdmissionPermit, error) {

@@ -29,7 +29,7 @@
 //	10 payload: node, then tenant              resource-exhausted
 //	11 caller deadline                         deadline-exceeded
 //	12 load sample, then CPU, memory pressure  unavailable / resource-exhausted
-//	13 under the mutex with the clock resampled: 11 and 12 again,
+//	13 in a ledger transaction with the clock resampled: 11 and 12 again,
 //	   duplicate ID, capacity (node, tenant, trust, queue class),
 //	   queue feasibility; then commit
 //
@@ -80,7 +80,7 @@
 //
 // [AdmissionPermit] and [ExecutionPermit] are affine: only a controller
 // issues live ones, the zero value is inert, and go vet rejects copies
-// (noCopy). StartExecution resamples the clock under the ledger mutex,
+// (noCopy). StartExecution resamples the clock in its ledger transaction,
 // returns only the queued slots, and on failure has released the permit.
 // Release is idempotent and a reused live-table entry has a new
 // generation, so a stale release frees nothing. A permit dropped without

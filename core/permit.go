@@ -232,7 +232,7 @@ func (p *AdmissionPermit) EnsureSchedulableAt(now time.Time) error {
 }
 
 // StartExecution consumes the permit once a cell lease is held: the clock
-// is resampled under the ledger mutex (as elapsed monotonic time since
+// is resampled inside its ledger transaction (as elapsed monotonic time since
 // admission), and if the deadline has passed the permit is released and
 // an error returned (the caller must also release or quarantine its
 // lease). On success only the queued slots are returned, and the
@@ -253,7 +253,7 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 	return (*ExecutionPermit)(p), nil
 }
 
-// startLocked is StartExecution under the mutex.
+// startLocked is StartExecution inside its ledger transaction.
 func (s *permitState) startLocked(tx atomicledger.Tx) error {
 	// The phase moves by compare-and-swap: transactions on different
 	// ledger stripes are not serialized, so of a start and a release

@@ -15,8 +15,8 @@ import (
 // Steps 1 to 10 cannot change their answer with time (the request, the
 // policy and the pinned catalog view are all fixed), so they run before
 // the clock is read; steps 11 and 12 judge the first reading; steps 1 to
-// 12 run without the ledger mutex and allocate nothing; step 13 runs
-// under the mutex and is the only one that moves a counter.
+// 12 run without the ledger's locks and allocate nothing; step 13 runs
+// in a ledger transaction and is the only one that moves a counter.
 
 // decision is what steps 1 to 12 establish for the commit.
 type decision struct {
@@ -472,8 +472,8 @@ func (c *AdmissionController) preCheck(req *AdmissionRequest, d *decision) *reje
 	return nil
 }
 
-// commit runs step 13 under the ledger mutex, which it takes once and
-// releases in one place; the permit is built after the mutex is released.
+// commit runs step 13 in one ledger transaction, which it enters once and
+// leaves in one place; the permit is built after the transaction ends.
 func (c *AdmissionController) commit(req *AdmissionRequest, first time.Time, d *decision) (*AdmissionPermit, *rejection) {
 	var ticket atomicledger.Ticket
 	var err *rejection

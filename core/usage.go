@@ -44,7 +44,7 @@ type CellClassUsage struct {
 	Live  uint64
 }
 
-// Usage reads every scope under the ledger's mutex, taken once, so one
+// Usage reads every scope under the ledger's exact-path locks, taken once, so one
 // call is consistent across scopes. It allocates the result; it is meant
 // for scrapes and operators, not for the admission path.
 func (p *LocalQuotaProvider) Usage() Usage {

@@ -30,7 +30,7 @@
 //
 // The collector keeps no counters of its own and adds nothing to the
 // admission path: Collect reads core's operator counters, one
-// [core.LocalQuotaProvider.Usage] (the ledger's mutex, taken once, so a
+// [core.LocalQuotaProvider.Usage] (the ledger's exact-path locks, taken once, so a
 // scrape is consistent across scopes) and the load state's current
 // sample; the runner's outcome counters ([runner.Runner.Count]) and the
 // scheduler's queue-wait histograms ([scheduler.Scheduler.QueueWaits]),
