@@ -402,8 +402,8 @@ func TestDeployOutlastsTheServerTimeouts(t *testing.T) {
 // shorter than wazero's compile of the Go guest (seconds; tens of seconds
 // under -race on a loaded machine), and long enough to write the answer
 // on a loaded machine once it starts (10 ms was not, under -race). The
-// upload and the deploy are
-// answered 200 over that server, and the guest then runs.
+// upload and the deploy are answered 200 over that server, and the guest
+// then runs.
 func TestDeployOfTheGoGuestOutlastsTheWriteTimeout(t *testing.T) {
 	module := uppercaseGuest(t)
 	rn := startWasmNode(t, wasmNodeOptions{mutate: func(c *Config) { c.WriteTimeout = 500 * time.Millisecond }})
