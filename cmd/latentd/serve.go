@@ -311,6 +311,10 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	defer s.cleanup()
+	// SIGHUP is caught before the address is printed: whoever reads the
+	// address may signal at once.
+	stopReloads := onReload(s, o, logger)
+	defer stopReloads()
 	addr := s.listener.Addr().String()
 	scheme := "http"
 	if s.cert != nil {
@@ -321,8 +325,6 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stdout, "try:\n  curl -sS -X POST -H 'Authorization: Bearer %s' --data-binary 'world' %s://%s/v1/invoke/acme/hello/greet\n",
 			DemoUserToken, scheme, addr)
 	}
-	stopReloads := onReload(s, o, logger)
-	defer stopReloads()
 	served := make(chan error, 1)
 	go func() { served <- s.node.Serve(s.listener) }()
 	select {
