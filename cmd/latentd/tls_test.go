@@ -82,13 +82,17 @@ func (ca *testCA) issue(t *testing.T, dir string, serial int64) (certFile, keyFi
 }
 
 // calmPolicy is the demonstration policy with overload thresholds no
-// pressure reaches, so that a loaded test machine's real pressure never
-// turns a call into a 503.
+// pressure reaches and a sample age no starved sampler reaches, so that a
+// loaded test machine never turns a call into a 503.
 func calmPolicy(t *testing.T) string {
 	t.Helper()
 	p := strings.Replace(string(demo.PolicyJSON()), `"cpu_threshold": 0.9`, `"cpu_threshold": 1`, 1)
 	p = strings.Replace(p, `"memory_threshold": 0.85`, `"memory_threshold": 1`, 1)
-	if !strings.Contains(p, `"cpu_threshold": 1,`) || !strings.Contains(p, `"memory_threshold": 1,`) {
+	// A sample may be a minute old: a starved sampler goroutine on a
+	// loaded machine must not turn a call into 503 load-unavailable.
+	p = strings.Replace(p, `"maximum_observation_age_ms": 2000`, `"maximum_observation_age_ms": 60000`, 1)
+	if !strings.Contains(p, `"cpu_threshold": 1,`) || !strings.Contains(p, `"memory_threshold": 1,`) ||
+		!strings.Contains(p, `"maximum_observation_age_ms": 60000`) {
 		t.Fatal("the demonstration policy's thresholds moved")
 	}
 	return writeFile(t, "policy.json", p)
