@@ -1,20 +1,28 @@
 package core
 
-import "sync/atomic"
+import (
+	"math/rand/v2"
+	"sync/atomic"
+)
 
 // metrics are the operator counters: admissions, leaked permits and
 // rejections by error. They are bounded by the fixed vocabulary and never
 // keyed by request strings.
 //
-// Each counter is one atomic word on a cache line of its own, so that
-// increments of different counters (the admissions and each rejection
-// row) never contend. Requests that end the same way on many cores at
-// once do share a line; that costs a contended add (a few tens of
-// nanoseconds under a flood of one kind) and buys counters that need no
-// stripe choice and no summing. The counters are allocated at startup.
+// Each counter is striped: metricStripes copies, each alone on its cache
+// line, and an increment adds to a stripe picked by a cheap random number
+// (math/rand/v2, the runtime's per-thread generator: no lock, no shared
+// state), never by an address. Requests that end the same way on many
+// cores at once then rarely touch the same line; a read sums the stripes.
+// One padded word per counter measured 0.82x at -cpu 2 against -cpu 1 on
+// the reject-only workload (every core adding to one line). The stripes
+// are allocated at startup.
 type metrics struct {
-	counters []paddedCounter
+	counters []paddedCounter // stripe s, counter c at s*perStripe + c
 }
+
+// metricStripes is the number of copies of each counter: a power of two.
+const metricStripes = 16
 
 // paddedCounter is a counter alone on its cache line.
 type paddedCounter struct {
@@ -32,13 +40,25 @@ const (
 	firstRejection
 )
 
+// perStripe is the number of counters in one stripe.
+var perStripe = firstRejection + len(allErrors)
+
 func newMetrics() *metrics {
-	return &metrics{counters: make([]paddedCounter, firstRejection+len(allErrors))}
+	return &metrics{counters: make([]paddedCounter, metricStripes*perStripe)}
 }
 
-func (m *metrics) inc(counter int) { m.counters[counter].n.Add(1) }
+func (m *metrics) inc(counter int) {
+	stripe := int(rand.Uint32() & (metricStripes - 1))
+	m.counters[stripe*perStripe+counter].n.Add(1)
+}
 
-func (m *metrics) value(counter int) int64 { return m.counters[counter].n.Load() }
+func (m *metrics) value(counter int) int64 {
+	var sum int64
+	for stripe := range metricStripes {
+		sum += m.counters[stripe*perStripe+counter].n.Load()
+	}
+	return sum
+}
 
 func (m *metrics) reject(err *rejection) { m.inc(firstRejection + int(err.index)) }
 
