@@ -379,26 +379,27 @@ func runUndeploy(ctx context.Context, c *client, _ *options, args []string, stdo
 }
 
 func runUsage(ctx context.Context, c *client, _ *options, args []string, stdout, stderr io.Writer) int {
-	return printJSON(c.do(ctx, http.MethodGet, "/v1/tenants/"+url.PathEscape(args[0])+"/usage", nil, stderr))(stdout, stderr)
+	a, code := c.do(ctx, http.MethodGet, "/v1/tenants/"+url.PathEscape(args[0])+"/usage", nil, stderr)
+	return printJSON(a, code, stdout, stderr)
 }
 
 func runSnapshot(ctx context.Context, c *client, _ *options, _ []string, stdout, stderr io.Writer) int {
-	return printJSON(c.do(ctx, http.MethodGet, "/v1/admin/snapshot", nil, stderr))(stdout, stderr)
+	a, code := c.do(ctx, http.MethodGet, "/v1/admin/snapshot", nil, stderr)
+	return printJSON(a, code, stdout, stderr)
 }
 
-// printJSON prints a successful answer's JSON indented.
-func printJSON(a answer, code int) func(stdout, stderr io.Writer) int {
-	return func(stdout, stderr io.Writer) int {
-		if code != ExitOK {
-			return code
-		}
-		var out bytes.Buffer
-		if err := json.Indent(&out, a.body, "", "  "); err != nil {
-			fmt.Fprintf(stderr, "admissionctl node: the node's answer is not JSON: %s\n", printable.String(err.Error()))
-			return ExitInput
-		}
-		out.WriteByte('\n')
-		_, _ = stdout.Write(out.Bytes())
-		return ExitOK
+// printJSON prints a successful answer's JSON indented; code is the
+// answer's exit code, passed through when it is not ExitOK.
+func printJSON(a answer, code int, stdout, stderr io.Writer) int {
+	if code != ExitOK {
+		return code
 	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, a.body, "", "  "); err != nil {
+		fmt.Fprintf(stderr, "admissionctl node: the node's answer is not JSON: %s\n", printable.String(err.Error()))
+		return ExitInput
+	}
+	out.WriteByte('\n')
+	_, _ = stdout.Write(out.Bytes())
+	return ExitOK
 }
