@@ -43,21 +43,26 @@ func (c *AdmissionController) Provider() *LocalQuotaProvider { return c.provider
 // monotonically, and the final decision uses the second reading. A
 // request rejected by steps 1 to 10 never pays for a clock read.
 func (c *AdmissionController) Admit(req *AdmissionRequest) (*AdmissionPermit, error) {
+	return c.admit(req, nil)
+}
+
+// admit is Admit, recording into rec when it is not nil.
+func (c *AdmissionController) admit(req *AdmissionRequest, rec *DecisionRecord) (*AdmissionPermit, error) {
 	if req == nil {
 		panic("core: Admit with a nil request")
 	}
-	var d decision
+	d := decision{rec: rec}
 	err := c.checkRequest(req, &d)
 	if err == nil {
 		err = c.checkPolicy(req, &d)
 	}
 	if err != nil {
-		c.provider.metrics.reject(err)
+		c.rejectBeforeLedger(&d, err)
 		return nil, err.err()
 	}
 	c.firstReading(req, &d)
 	if err := c.checkAt(req, &d); err != nil {
-		c.provider.metrics.reject(err)
+		c.rejectBeforeLedger(&d, err)
 		return nil, err.err()
 	}
 	if d.derived {
@@ -70,6 +75,15 @@ func (c *AdmissionController) Admit(req *AdmissionRequest) (*AdmissionPermit, er
 	}
 	c.provider.metrics.inc(admittedCounter)
 	return p, nil
+}
+
+// rejectBeforeLedger counts a rejection that steps 1 to 12 or the
+// pre-check made, and gives a recorded one its order.
+func (c *AdmissionController) rejectBeforeLedger(d *decision, err *rejection) {
+	c.provider.metrics.reject(err)
+	if d.rec != nil {
+		d.rec.Order = c.provider.ledger.NextOrder()
+	}
 }
 
 // firstReading is the clock reading that steps 11 to 13 and the permit's
@@ -93,11 +107,14 @@ func (c *AdmissionController) Admit(req *AdmissionRequest) (*AdmissionPermit, er
 // and 12 have passed (they judge the load sample's age by monotonic
 // differences), so a rejection there never builds the time.Time.
 func (c *AdmissionController) firstReading(req *AdmissionRequest, d *decision) {
-	if c.derivedReading(req) {
+	if d.rec == nil && c.derivedReading(req) {
 		d.derived, d.sinceBase = true, time.Since(c.base)
 		return
 	}
 	d.admittedAt = c.clock.Now()
+	if d.rec != nil {
+		d.rec.First = d.admittedAt
+	}
 }
 
 // derivedReading reports whether firstReading derives req's reading from

@@ -121,6 +121,7 @@ type permitState struct {
 	provider *LocalQuotaProvider // its ledger, counters and class names
 	clock    deadline.Clock
 	ticket   atomicledger.Ticket
+	order    uint64 // the admitting commit's order on a recording provider
 
 	activationID string
 	// identity is the record's identity when the source keeps records,
@@ -179,12 +180,17 @@ func (p *AdmissionPermit) state() *permitState {
 // call) adds no allocation.
 func reclaimLeaked(p *AdmissionPermit) {
 	s := &(*permitBlock)(unsafe.Pointer(p)).state
-	if s.provider.ledger.Release(s.ticket) {
+	released, order := false, uint64(0)
+	s.provider.ledger.Update(func(tx atomicledger.Tx) { released, order = tx.Release(s.ticket), tx.Order() })
+	if released {
 		s.provider.metrics.inc(leakedCounter)
+		if s.provider.journal != nil {
+			s.journalMove(MoveReclaimed, order, deadline.Elapsed(s.clock, s.admittedAt))
+		}
 	}
 }
 
-func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, ticket atomicledger.Ticket) *AdmissionPermit {
+func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, ticket atomicledger.Ticket, order uint64) *AdmissionPermit {
 	pr := c.provider
 	identity := d.identity
 	if identity == nil {
@@ -198,6 +204,7 @@ func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, tick
 		provider:     pr,
 		clock:        c.clock,
 		ticket:       ticket,
+		order:        order,
 		activationID: req.ActivationID,
 		identity:     identity,
 		rev:          d.rev,
@@ -243,7 +250,18 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 		return nil, ErrPermitNotLive
 	}
 	var err error
-	s.provider.ledger.Update(func(tx atomicledger.Tx) { err = s.startLocked(tx) })
+	var order uint64
+	var elapsed time.Duration
+	s.provider.ledger.Update(func(tx atomicledger.Tx) {
+		order = tx.Order()
+		elapsed, err = s.startLocked(tx)
+	})
+	switch {
+	case err == nil:
+		s.journalMove(MoveStarted, order, elapsed)
+	case err == ErrPermitDeadlineExceeded:
+		s.journalMove(MoveStartRefused, order, elapsed)
+	}
 	if err != nil {
 		// A permit released here stays in the young table (or keeps the
 		// finalizer a sweep gave it): the sweep finds it released, or the
@@ -254,25 +272,26 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 }
 
 // startLocked is StartExecution inside its ledger transaction.
-func (s *permitState) startLocked(tx atomicledger.Tx) error {
+func (s *permitState) startLocked(tx atomicledger.Tx) (time.Duration, error) {
 	// The phase moves by compare-and-swap: transactions on different
 	// ledger stripes are not serialized, so of a start and a release
 	// racing for one permit exactly one may take it out of queued.
 	if !s.phase.CompareAndSwap(permitQueued, permitExecuting) {
-		return ErrPermitNotLive
+		return 0, ErrPermitNotLive
 	}
 	// Elapsed monotonic time since admission: half the cost of a second
 	// wall-clock read, and immune to wall-clock steps.
-	if deadline.Elapsed(s.clock, s.admittedAt) >= s.wall {
+	elapsed := deadline.Elapsed(s.clock, s.admittedAt)
+	if elapsed >= s.wall {
 		tx.Release(s.ticket)
 		s.phase.Store(permitReleased)
-		return ErrPermitDeadlineExceeded
+		return elapsed, ErrPermitDeadlineExceeded
 	}
 	if !tx.Start(s.ticket) {
 		s.phase.Store(permitReleased)
-		return ErrPermitNotLive
+		return elapsed, ErrPermitNotLive
 	}
-	return nil
+	return elapsed, nil
 }
 
 // release returns the reservation if the permit is in state from.
@@ -282,11 +301,15 @@ func (p *AdmissionPermit) release(from uint32) bool {
 		return false
 	}
 	changed, released := false, false
+	var order uint64
 	s.provider.ledger.Update(func(tx atomicledger.Tx) {
 		if s.phase.CompareAndSwap(from, permitReleased) {
-			changed, released = true, tx.Release(s.ticket)
+			changed, released, order = true, tx.Release(s.ticket), tx.Order()
 		}
 	})
+	if released && s.provider.journal != nil {
+		s.journalMove(MoveReleased, order, deadline.Elapsed(s.clock, s.admittedAt))
+	}
 	if changed && !s.provider.young.forget(s.ticket, (*permitBlock)(unsafe.Pointer(p))) {
 		// A sweep took the permit out of the young table first and may
 		// have given it a finalizer. A released permit has nothing left to

@@ -40,6 +40,8 @@ type decision struct {
 	derived     bool
 	sinceBase   time.Duration
 	parallelism uint64
+	rec         *DecisionRecord // filled in when the decision is recorded
+	readsBefore int             // rec.Reads when the commit began
 }
 
 // checkRequest runs steps 1 to 4: the request's own metadata,
@@ -397,6 +399,9 @@ func (c *AdmissionController) checkCallerDeadline(req *AdmissionRequest, d *deci
 // pressure must be below its threshold.
 func (c *AdmissionController) checkLoad(d *decision) *rejection {
 	sample, ok := c.currentLoad()
+	if d.rec != nil && ok {
+		d.rec.Load = sample
+	}
 	if ok && d.derived && !deadline.HasMonotonic(sample.ObservedAt) {
 		// A sample that carries only a wall-clock time is judged against
 		// the system's wall clock, not one derived from the controller's
@@ -440,7 +445,7 @@ func (c *AdmissionController) sampleAge(s *LoadSample, d *decision) time.Duratio
 // negative.
 func (c *AdmissionController) sinceFirst(d *decision) time.Duration {
 	if !d.derived {
-		return deadline.Elapsed(c.clock, d.admittedAt)
+		return c.since(d, d.admittedAt)
 	}
 	return max(time.Since(c.base)-d.sinceBase, 0)
 }
@@ -477,11 +482,18 @@ func (c *AdmissionController) preCheck(req *AdmissionRequest, d *decision) *reje
 func (c *AdmissionController) commit(req *AdmissionRequest, first time.Time, d *decision) (*AdmissionPermit, *rejection) {
 	var ticket atomicledger.Ticket
 	var err *rejection
-	c.provider.ledger.Update(func(tx atomicledger.Tx) { ticket, err = c.commitLocked(tx, req, first, d) })
+	var order uint64
+	if d.rec != nil {
+		d.readsBefore = d.rec.Reads
+	}
+	c.provider.ledger.Update(func(tx atomicledger.Tx) {
+		ticket, err = c.commitLocked(tx, req, first, d)
+		order = tx.Order()
+	})
 	if err != nil {
 		return nil, err
 	}
-	return c.newPermit(req, d, ticket), nil
+	return c.newPermit(req, d, ticket, order), nil
 }
 
 // commitLocked is step 13: the clock is resampled, the deadline and load
@@ -491,11 +503,20 @@ func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionReq
 	pr := c.provider
 	// Now is first + elapsed; every judgment below is a duration from
 	// first, so no second time.Time is built.
-	elapsed := deadline.Elapsed(c.clock, first)
+	if d.rec != nil {
+		// The exact path runs this once per transaction: its order is
+		// the decision's (on a fast path that runs again, the second
+		// run's values replace the first's).
+		d.rec.Order, d.rec.Reads, d.rec.CommitLoad = tx.Order(), d.readsBefore, nil
+	}
+	elapsed := c.since(d, first)
 	if req.Deadline.Set && d.untilCaller <= elapsed {
 		return atomicledger.Ticket{}, errDeadlineExceeded
 	}
 	sample, ok := c.currentLoad()
+	if d.rec != nil && ok {
+		d.rec.CommitLoad = sample
+	}
 	var age time.Duration
 	if ok {
 		age = first.Sub(sample.ObservedAt)

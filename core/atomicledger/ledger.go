@@ -141,6 +141,12 @@ type Ledger struct {
 
 	mu    sync.Mutex // the exact path: held with every stripe's mutex
 	table liveTable  // entries and buckets: see table.go for what guards them
+
+	// sequenced: every transaction runs on the exact path and takes the
+	// next order there, and the pre-check decides nothing (see
+	// NewSequenced). order is the last order handed out.
+	sequenced bool
+	order     atomic.Uint64
 }
 
 // maxStripes caps the stripes, and so the memory of the rooms (one per
@@ -158,6 +164,30 @@ const shardMinimum = 8
 // will ever use is allocated here.
 func New(c *policy.Compiled) *Ledger {
 	return newLedger(c, min(max(runtime.GOMAXPROCS(0), 1), maxStripes), shardMinimum)
+}
+
+// NewSequenced allocates a ledger whose transactions have one total
+// order that a recording can replay: every transaction runs on the exact
+// path (mu and every stripe held) and draws the next order there
+// ([Tx.Order]), so two transactions' orders are the order in which they
+// took effect; and [Ledger.PreCheck] never answers, so every capacity
+// decision is such a transaction. It gives up the stripes' scaling for
+// that order: it is for recording a node's decisions, not for speed.
+func NewSequenced(c *policy.Compiled) *Ledger {
+	l := New(c)
+	l.sequenced = true
+	return l
+}
+
+// NextOrder draws the next order of a sequenced ledger, for an event that
+// moves nothing in it (a decision made before the ledger, a load
+// sample); it places the event after every transaction that drew an
+// order before it. It is 0 on a ledger that is not sequenced.
+func (l *Ledger) NextOrder() uint64 {
+	if !l.sequenced {
+		return 0
+	}
+	return l.order.Add(1)
 }
 
 // newLedger is New with a chosen number of stripes and the smallest
@@ -324,6 +354,9 @@ func (l *Ledger) preShortfall(r *Reservation) (s Shortfall, known bool) {
 // reading (a transaction decides it anyway), so a valid request does not
 // read the lines that other cores' transactions write.
 func (l *Ledger) PreCheck(fp Fingerprint, r *Reservation) (s Shortfall, exact bool) {
+	if l.sequenced {
+		return Shortfall{}, false
+	}
 	if s, known := l.preShortfall(r); known && s.Scope == NoScope {
 		return Shortfall{}, !l.table.mayContain(fp)
 	}

@@ -50,6 +50,7 @@ const unsafeSizeofRoom = numDimensions * 8
 // the stripe's mu.
 type txState struct {
 	serial  uint64
+	order   uint64 // on a sequenced ledger, the transaction's order
 	active  bool
 	exact   bool  // the exact path: mu and every stripe are held
 	bucket  int32 // the bucket lock held, or -1
@@ -130,7 +131,7 @@ func (l *Ledger) Update(fn func(tx Tx)) {
 
 // updateOn is Update on stripe st.
 func (l *Ledger) updateOn(st *stripe, fn func(tx Tx)) {
-	if !l.updateFast(st, fn) {
+	if l.sequenced || !l.updateFast(st, fn) {
 		l.updateExact(st, fn)
 	}
 }
@@ -156,6 +157,9 @@ func (l *Ledger) updateExact(st *stripe, fn func(tx Tx)) {
 	defer l.unlockAll()
 	st.serial++
 	st.tx = txState{serial: st.serial, active: true, exact: true, bucket: -1}
+	if l.sequenced {
+		st.tx.order = l.order.Add(1)
+	}
 	defer l.endExactLocked(st)
 	fn(Tx{l, st, st.serial})
 }
@@ -183,6 +187,10 @@ func (l *Ledger) endFastLocked(st *stripe) (done, misuse bool) {
 	again := tx.escalate || (tx.bounded && !tx.reserved)
 	return !again, again && (tx.moved || tx.reserved)
 }
+
+// Order is the transaction's place in a sequenced ledger's total order
+// (see [NewSequenced]), and 0 on any other ledger.
+func (tx Tx) Order() uint64 { return tx.held().order }
 
 // held returns the transaction's state, or panics if it has ended.
 func (tx Tx) held() *txState {

@@ -1,0 +1,194 @@
+// Package trace is the format of a decision trace: what `latentd -record`
+// writes and `admissionctl shadow` replays (docs/record-and-shadow.md).
+//
+// A trace is JSON lines, one [Line] each. The first line of every file is
+// a header; after it come the lines in roughly the order they were
+// written, each with its place in the node's one total order (Order).
+// Lines reach the file out of order by at most the recorder's buffer,
+// so a reader puts them back in order with a bounded window.
+//
+// A trace holds no token, no payload and no claim's value: a principal
+// is its kind, subject, tenant and service, and a request is its
+// metadata (activation ID, target, revision, priority, budget, sizes).
+package trace
+
+// Version is the format's version; a header with another is refused.
+const Version = 1
+
+// The kinds of line.
+const (
+	KindHeader   = "header"   // the first line of every file
+	KindCatalog  = "catalog"  // the whole catalog, once after the header of the first file
+	KindDeploy   = "deploy"   // a deployment took effect
+	KindUndeploy = "undeploy" // a deployment was deleted
+	KindLoad     = "load"     // a load sample was published and accepted
+	KindDecision = "decision" // one admission decision
+	KindStart    = "start"    // a permit started execution, or found its deadline passed
+	KindRelease  = "release"  // a permit's reservation was released (or reclaimed)
+	KindDropped  = "dropped"  // lines were dropped because the buffer was full
+)
+
+// Stages of a decision: who gave the answer.
+const (
+	// StageEdge: latentd answered before asking admission (an unknown
+	// token, another tenant's path, a principal the policy does not
+	// list, a route that resolves to nothing).
+	StageEdge = "edge"
+	// StageCore: admission answered.
+	StageCore = "core"
+)
+
+// Answers besides core.Reason values.
+const (
+	AnswerAdmitted        = "admitted"
+	AnswerUnauthenticated = "unauthenticated" // no token, or one the node does not know
+)
+
+// Line is one line of a trace. Kind says which of the embedded parts is
+// set; the others are nil and left out of the JSON. No two parts share a
+// JSON key (encoding/json would drop both).
+type Line struct {
+	Kind string `json:"k"`
+	// Order is the line's place in the node's total order (the recording
+	// provider's ledger order); 0 only on a header.
+	Order uint64 `json:"order,omitempty"`
+	// T is when the event happened: nanoseconds since the header's
+	// StartUnixNano, measured on the monotonic clock. On a decision it is
+	// the first clock reading (core.DecisionRecord.First), or when the
+	// line was made if the decision read no clock.
+	T int64 `json:"t,omitempty"`
+
+	*Header   `json:",omitempty"`
+	*Catalog  `json:",omitempty"`
+	*Change   `json:",omitempty"`
+	*Load     `json:",omitempty"`
+	*Decision `json:",omitempty"`
+	*Move     `json:",omitempty"`
+	*Dropped  `json:",omitempty"`
+}
+
+// Header opens every file of a trace.
+type Header struct {
+	Version int `json:"version"`
+	// StartUnixNano is the wall time that T counts from.
+	StartUnixNano int64 `json:"start_unix_ns"`
+	// File counts the files of one recording from 0; a rotation starts
+	// the next (docs: -record-max-bytes).
+	File uint64 `json:"file"`
+	// Policy is the SHA-256 (hex) of the node policy file in force.
+	PolicySHA256 string `json:"policy_sha256"`
+}
+
+// Catalog is the catalog the recording started with, in the catalog
+// file's JSON form (docs/catalog-format.md), and its generation.
+type Catalog struct {
+	Generation uint64 `json:"catalog_generation"`
+	File       []byte `json:"catalog_json"` // base64 in JSON: the bytes are a catalog file
+}
+
+// Change is a deploy (Deployment set) or a delete (Tenant and Service
+// set) that took effect, and the generation it made.
+type Change struct {
+	Generation uint64 `json:"generation"`
+	Deployment []byte `json:"deployment_json,omitempty"` // a deployment object, as PUT takes it
+	Tenant     string `json:"tenant,omitempty"`
+	Service    string `json:"service,omitempty"`
+}
+
+// Load is an accepted load sample. Decisions refer to it by Sequence.
+type Load struct {
+	Sequence uint64 `json:"sequence"`
+	// ObservedT is its observation time, in T's units (it may be
+	// negative: observed before the recording began).
+	ObservedT      int64   `json:"observed_t"`
+	CPUPressure    float64 `json:"cpu_pressure"`
+	MemoryPressure float64 `json:"memory_pressure"`
+	// QueueDelayNS is the queue delay per cell class, in the order of
+	// policy.CellClass.
+	QueueDelayNS []int64 `json:"queue_delay_ns"`
+}
+
+// Principal is an authenticated caller, without its token or claims.
+type Principal struct {
+	Kind    string `json:"kind"` // policy.PrincipalKind's name
+	Subject string `json:"subject"`
+	Tenant  string `json:"tenant"`
+	Service string `json:"service,omitempty"`
+	Admin   bool   `json:"admin,omitempty"`
+}
+
+// Target is the invocation path's tenant, service and route.
+type Target struct {
+	Tenant  string `json:"tenant"`
+	Service string `json:"service"`
+	Route   string `json:"route"`
+}
+
+// Revision is a resolved revision's identity.
+type Revision struct {
+	Tenant   string `json:"tenant"`
+	Service  string `json:"service"`
+	Route    string `json:"route"`
+	Contract string `json:"contract"`
+	Function string `json:"function"`
+	Revision string `json:"revision"`
+	Release  string `json:"release"`
+}
+
+// Budget is the requested budget.
+type Budget struct {
+	CPUFuel     uint64 `json:"cpu_fuel"`
+	MemoryBytes uint64 `json:"memory_bytes"`
+	// WallTimeNS is the requested wall time, when the request set one.
+	WallTimeNS *int64 `json:"wall_time_ns,omitempty"`
+}
+
+// Decision is one admission decision and everything it depended on.
+type Decision struct {
+	Stage string `json:"stage"`
+	// Principal is nil when the request carried no token the node knows.
+	Principal *Principal `json:"principal,omitempty"`
+	Target    Target     `json:"target"`
+	// RoutingKey is the Latent-Routing-Key the route was resolved with.
+	RoutingKey string `json:"routing_key,omitempty"`
+	// Revision is what the route resolved to; nil when it was not
+	// resolved (the edge answered first, or it resolved to nothing).
+	Revision *Revision `json:"revision,omitempty"`
+	// Generation is the catalog generation the request was resolved in.
+	Generation     uint64 `json:"pin_generation,omitempty"`
+	ActivationID   string `json:"activation_id,omitempty"`
+	Priority       uint32 `json:"priority"`
+	Budget         Budget `json:"budget"`
+	PayloadBytes   uint64 `json:"payload_bytes"`
+	DeadlineUnixMS *int64 `json:"deadline_unix_ms,omitempty"`
+	// Since are the monotonic readings after T (core.DecisionRecord).
+	Since []int64 `json:"since_ns,omitempty"`
+	// LoadSequence and CommitLoadSequence name the samples step 12 and
+	// the commit judged; 0 is none.
+	LoadSequence       uint64 `json:"load,omitempty"`
+	CommitLoadSequence uint64 `json:"commit_load,omitempty"`
+	// Answer is AnswerAdmitted, AnswerUnauthenticated or a core.Reason;
+	// Scope and Dimension are the rejection's (core.Error).
+	Answer    string `json:"answer"`
+	Scope     string `json:"scope,omitempty"`
+	Dimension string `json:"dimension,omitempty"`
+}
+
+// Move is a start or a release of the permit admitted at order Of.
+type Move struct {
+	Of uint64 `json:"of"`
+	// ElapsedNS is the time from the admission's T to the move: for a
+	// release, the activation's duration.
+	ElapsedNS int64 `json:"elapsed_ns"`
+	// Refused: a start that found the deadline passed (and released);
+	// Reclaimed: a release of a permit that leaked.
+	Refused   bool `json:"refused,omitempty"`
+	Reclaimed bool `json:"reclaimed,omitempty"`
+}
+
+// Dropped counts lines the recorder could not write because its buffer
+// was full, since the last such line. A trace with one cannot be
+// replayed exactly.
+type Dropped struct {
+	Lines uint64 `json:"dropped_lines"`
+}
