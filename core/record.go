@@ -70,6 +70,9 @@ type DecisionRecord struct {
 	// Load is the sample step 12 judged and CommitLoad the one the
 	// commit judged; nil when there was none, or the step was not reached.
 	Load, CommitLoad *LoadSample
+	// Committed: the decision reached the commit (step 13), whose answer
+	// it is.
+	Committed bool
 }
 
 // since reads the monotonic time since first on c's clock, and records

@@ -507,7 +507,7 @@ func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionReq
 		// The exact path runs this once per transaction: its order is
 		// the decision's (on a fast path that runs again, the second
 		// run's values replace the first's).
-		d.rec.Order, d.rec.Reads, d.rec.CommitLoad = tx.Order(), d.readsBefore, nil
+		d.rec.Order, d.rec.Reads, d.rec.CommitLoad, d.rec.Committed = tx.Order(), d.readsBefore, nil, true
 	}
 	elapsed := c.since(d, first)
 	if req.Deadline.Set && d.untilCaller <= elapsed {

@@ -149,7 +149,8 @@ type Decision struct {
 	// Principal is nil when the request carried no token the node knows.
 	Principal *Principal `json:"principal,omitempty"`
 	Target    Target     `json:"target"`
-	// RoutingKey is the Latent-Routing-Key the route was resolved with.
+	// RoutingKey is the Latent-Routing-Key the route was resolved with
+	// (a replay resolves the target again with it).
 	RoutingKey string `json:"routing_key,omitempty"`
 	// Revision is what the route resolved to; nil when it was not
 	// resolved (the edge answered first, or it resolved to nothing).
@@ -161,6 +162,10 @@ type Decision struct {
 	Budget         Budget `json:"budget"`
 	PayloadBytes   uint64 `json:"payload_bytes"`
 	DeadlineUnixMS *int64 `json:"deadline_unix_ms,omitempty"`
+	// Clock: T is the decision's own first clock reading (it got past
+	// step 10). Committed: it reached the commit (step 13).
+	Clock     bool `json:"clock,omitempty"`
+	Committed bool `json:"committed,omitempty"`
 	// Since are the monotonic readings after T (core.DecisionRecord).
 	Since []int64 `json:"since_ns,omitempty"`
 	// LoadSequence and CommitLoadSequence name the samples step 12 and
