@@ -15,6 +15,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func testLedger(t testing.TB, maxLive uint64) *Ledger {
 	t.Helper()
+	return New(policy.MustCompile(testPolicy(t, maxLive)))
+}
+
+// testPolicy is testLedger's policy: two tenants, one of everything else.
+func testPolicy(t testing.TB, maxLive uint64) *policy.NodeAdmissionPolicy {
+	t.Helper()
 	lim := policy.Limits{MaxLiveActivations: maxLive, MaxQueuedReservations: maxLive, MaxReservedCPUFuel: 1 << 40, MaxReservedMemoryBytes: 1 << 40}
 	p := &policy.NodeAdmissionPolicy{
 		Node: policy.NodePolicy{
@@ -32,7 +38,7 @@ func testLedger(t testing.TB, maxLive uint64) *Ledger {
 			{ID: "b", TrustClasses: []string{"t"}, CellClasses: []string{"tiny"}, Limits: lim},
 		},
 	}
-	return New(policy.MustCompile(p))
+	return p
 }
 
 // TestLiveTableAgainstAMap drives random inserts and removals (with a
