@@ -209,7 +209,7 @@ func TestStaleReleaseCannotFreeAnotherReservation(t *testing.T) {
 	if fresh.state().ticket == ticket {
 		t.Fatalf("a reused entry kept its generation: %+v", ticket)
 	}
-	if f.provider.ledger.Release(ticket) {
+	if ledgerRelease(f.provider, ticket) {
 		t.Fatal("a stale ticket released the new reservation")
 	}
 	if old.Release() {

@@ -184,7 +184,7 @@ func BenchmarkLeakTracking(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			blk := new(permitBlock)
-			c := runtime.AddCleanup(&blk.permit, func(l leak) { l.provider.ledger.Release(l.ticket) }, leak{&pr, blk.state.ticket})
+			c := runtime.AddCleanup(&blk.permit, func(l leak) { ledgerRelease(l.provider, l.ticket) }, leak{&pr, blk.state.ticket})
 			c.Stop()
 			sinkBlock = blk
 		}

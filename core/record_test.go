@@ -9,8 +9,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"latent.dev/admission/core/atomicledger"
 	"latent.dev/admission/policy"
 )
+
+// ledgerRelease releases tk in a transaction of its own, as a leaked
+// permit's reclaim does.
+func ledgerRelease(p *LocalQuotaProvider, tk atomicledger.Ticket) (ok bool) {
+	p.ledger.Update(func(tx atomicledger.Tx) { ok = tx.Release(tk) })
+	return ok
+}
 
 // moveLog is a Journal that keeps every move.
 type moveLog struct {

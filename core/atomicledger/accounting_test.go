@@ -121,11 +121,11 @@ func TestCountersFollowReserveStartAndRelease(t *testing.T) {
 	}
 	wantState(t, "second release of a", l, onlyB)
 
-	if !l.Release(tb) {
+	if !release(l, tb) {
 		t.Fatal("release of a queued reservation failed")
 	}
 	wantState(t, "release queued b", l, empty)
-	if l.Release(tb) {
+	if release(l, tb) {
 		t.Fatal("a released ticket released again")
 	}
 	wantState(t, "second release of b", l, empty)
@@ -138,7 +138,7 @@ func TestStaleAndForeignTicketsNameNothing(t *testing.T) {
 	l := testLedger(t, 1)
 	r := Reservation{Tenant: 0, CPUFuel: 1, MemoryBytes: 1}
 	old := reserve(l, FingerprintOf(0, "old"), "old", r)
-	if !l.Release(old) {
+	if !release(l, old) {
 		t.Fatal("release")
 	}
 	current := reserve(l, FingerprintOf(0, "new"), "new", r)

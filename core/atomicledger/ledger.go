@@ -465,9 +465,3 @@ func (l *Ledger) endExactLocked(st *stripe) {
 	}
 	st.tx.active = false
 }
-
-// Release returns everything tk still holds, in a transaction of its own.
-func (l *Ledger) Release(tk Ticket) (ok bool) {
-	l.Update(func(tx Tx) { ok = tx.Release(tk) })
-	return ok
-}

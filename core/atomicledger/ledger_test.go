@@ -110,7 +110,7 @@ func TestPreCheck(t *testing.T) {
 		}
 		l.stripes[i].seq.Add(1)
 	}
-	if !l.Release(tk) || l.Release(tk) {
+	if !release(l, tk) || release(l, tk) {
 		t.Fatal("release is not exactly-once")
 	}
 }

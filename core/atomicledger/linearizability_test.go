@@ -241,7 +241,7 @@ func recordLedgerHistory(t *testing.T, l *Ledger, seed uint64) []porcupine.Opera
 	wg.Wait()
 	// What the clients still hold is released once the history is over.
 	for _, tk := range left {
-		l.Release(tk)
+		release(l, tk)
 	}
 	return history
 }

@@ -38,7 +38,7 @@ func TestSnapshotIsConsistentAcrossScopes(t *testing.T) {
 					}
 				})
 				if reserved {
-					l.Release(tk)
+					release(l, tk)
 				}
 			}
 		}()

@@ -228,7 +228,7 @@ func runStripedRound(t *testing.T, l *Ledger, workers, steps int, round uint64, 
 				}
 			}
 			for _, tk := range held {
-				l.Release(tk)
+				release(l, tk)
 			}
 			mu.Lock()
 			for k, n := range seen {
