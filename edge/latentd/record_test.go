@@ -2,8 +2,10 @@ package latentd
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
 	"latent.dev/admission/internal/trace"
+	"latent.dev/admission/policy"
 )
 
 // startRecordingNode is startNode recording to a file in a temporary
@@ -192,4 +195,66 @@ func TestRecordRefusesANegativeMaxBytes(t *testing.T) {
 		c.RecordPath, c.RecordMaxBytes = filepath.Join(t.TempDir(), "trace.jsonl"), -1
 	}}))
 	require.Error(t, err)
+}
+
+// BenchmarkAdmitRecording is one admission and its release on a node's
+// own view, without recording (Admit, on the striped provider) and with
+// it (AdmitRecorded on the recording provider, the decision line built as
+// invoke builds it and queued, and the release's line from the journal).
+// The writer's goroutine encodes the lines to a file meanwhile; lines it
+// could not keep up with are reported as dropped/op.
+func BenchmarkAdmitRecording(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "record=off"
+		if on {
+			name = "record=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			n, err := New(testConfig(b, newFakeGuests(), nodeOptions{mutate: func(c *Config) {
+				if on {
+					c.RecordPath = filepath.Join(b.TempDir(), "trace.jsonl")
+				}
+			}}))
+			require.NoError(b, err)
+			defer func() { require.NoError(b, n.Shutdown(context.Background())) }()
+			r := httptest.NewRequest(http.MethodPost, "/v1/invoke/acme/echo/run", nil)
+			r.SetPathValue("tenant", "acme")
+			r.SetPathValue("service", "echo")
+			r.SetPathValue("route", "run")
+			r.Header.Set(HeaderActivationID, "bench-activation")
+			inv, herr := parseInvocation(r.Header, n.provider.Policy().Node().BudgetCeiling)
+			require.Nil(b, herr)
+			principal := Principal{Kind: policy.UserPrincipal, Subject: "alice", Tenant: "acme"}
+			v := n.view.Load()
+			rev, handle, err := v.pin.Resolve(catalog.Target{Tenant: "acme", Service: "echo", Route: "run"}, inv.routingKey)
+			require.NoError(b, err)
+			req := core.AdmissionRequest{
+				ActivationID:    inv.activationID,
+				Principal:       core.Principal{Kind: principal.Kind, Subject: principal.Subject, Tenant: principal.Tenant},
+				Revision:        *rev,
+				Handle:          handle,
+				RequestedBudget: inv.budget,
+				PayloadBytes:    1,
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				var permit *core.AdmissionPermit
+				var err error
+				if n.rec == nil {
+					permit, err = v.controller.Admit(&req)
+				} else {
+					permit, err = n.rec.admit(v, r, &req, principal, &inv)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				permit.Release()
+			}
+			b.StopTimer()
+			if n.rec != nil {
+				b.ReportMetric(float64(n.rec.w.Dropped())/float64(b.N), "dropped/op")
+			}
+		})
+	}
 }
