@@ -167,7 +167,7 @@ func startHTTPNode(t *testing.T) *httpNode {
 			t.Fatal(err)
 		}
 	}
-	pol, err := loadPolicy("")
+	pol, _, err := loadPolicy("")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,7 +140,7 @@ func TestTheDemonstrationCatalogNamesTheEmbeddedGuest(t *testing.T) {
 			}
 		}
 	}
-	pol, err := loadPolicy("")
+	pol, _, err := loadPolicy("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +175,8 @@ func TestFlagsAndFiles(t *testing.T) {
 		{[]string{"extra"}, 2, "unexpected argument"},
 		{[]string{"-log-format", "xml"}, 2, "-log-format \"xml\": want text or json"},
 		{[]string{"-max-response-bytes", "0"}, 2, "must be positive"},
+		{[]string{"-record-max-bytes", "-1"}, 2, "-record-max-bytes: must not be negative"},
+		{[]string{"-record", filepath.Join(t.TempDir(), "missing", "trace.jsonl"), "-tokens", tokens}, 1, "trace.jsonl"},
 		{[]string{"-policy", filepath.Join(t.TempDir(), "missing.json"), "-tokens", tokens}, 1, "missing.json"},
 		{[]string{"-tokens", writeFile(t, "tokens.json", `{"tokens":[{"sha256":"x"}]}`)}, 1, "tokens.json: $.tokens[0].sha256"},
 		{[]string{"-policy", writeFile(t, "policy.json", `{"node":{}}`), "-tokens", tokens}, 1, "policy.json"},

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -43,6 +45,8 @@ type options struct {
 	accessLog                                bool
 	tlsCert, tlsKey                          string
 	insecurePlaintext                        bool
+	record                                   string
+	recordMaxBytes                           int64
 }
 
 // newLogger is the node's logger on w in the format -log-format names.
@@ -82,6 +86,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.insecurePlaintext, "insecure-plaintext", false, "allow plain HTTP on an address that is not loopback (bearer tokens then cross the network in clear)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "the log's and the access log's `FORMAT` on standard error: text or json")
 	fs.BoolVar(&o.accessLog, "access-log", true, "log one line per answered request (method, path pattern, validated tenant, service, route and activation ID, status, outcome or reason, duration, bytes)")
+	fs.StringVar(&o.record, "record", "", "record every admission decision, and what a replay needs, to the trace `FILE` (JSON lines; created or truncated; docs/record-and-shadow.md)")
+	fs.Int64Var(&o.recordMaxBytes, "record-max-bytes", 0, "rotate the -record file once it reaches `N` bytes: FILE becomes FILE.1 (replacing an older one) and a new FILE begins (0: no rotation)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -97,6 +103,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.maxResponseBytes <= 0 {
 		return o, errors.New("-max-response-bytes: must be positive")
+	}
+	if o.recordMaxBytes < 0 {
+		return o, errors.New("-record-max-bytes: must not be negative")
 	}
 	if o.store != "" && o.artifacts == "" {
 		// The store keeps deployments across restarts; a temporary
@@ -199,7 +208,7 @@ func start(ctx context.Context, o options, logger *slog.Logger) (*started, error
 			s.cleanup()
 		}
 	}()
-	pol, err := loadPolicy(o.policy)
+	pol, policySHA256, err := loadPolicy(o.policy)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +218,8 @@ func start(ctx context.Context, o options, logger *slog.Logger) (*started, error
 	}
 	s.demo = o.tokens == ""
 	cfg := latentd.Config{Policy: pol, Tokens: tokens, StoreDir: o.store, RetryAfter: o.retryAfter, ShutdownGrace: o.grace,
-		AllowedHosts: o.allowedHosts, Logger: logger}
+		AllowedHosts: o.allowedHosts, Logger: logger,
+		RecordPath: o.record, RecordMaxBytes: o.recordMaxBytes, RecordPolicySHA256: policySHA256}
 	if o.accessLog {
 		cfg.AccessLog = logger.With("log", "access")
 	}
@@ -258,7 +268,10 @@ func start(ctx context.Context, o options, logger *slog.Logger) (*started, error
 	return s, nil
 }
 
-func loadPolicy(path string) (*policy.NodeAdmissionPolicy, error) {
+// loadPolicy reads and decodes the policy file (the embedded one when
+// path is empty); it also returns the SHA-256 (hex) of the file's bytes,
+// for a trace's header.
+func loadPolicy(path string) (*policy.NodeAdmissionPolicy, string, error) {
 	var data []byte
 	var err error
 	if path == "" {
@@ -267,16 +280,17 @@ func loadPolicy(path string) (*policy.NodeAdmissionPolicy, error) {
 		data, err = os.ReadFile(path)
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	p, err := policy.DecodePolicy(data)
 	if err != nil {
 		if path == "" {
 			path = "the embedded policy"
 		}
-		return nil, fmt.Errorf("%s:\n%w", path, err)
+		return nil, "", fmt.Errorf("%s:\n%w", path, err)
 	}
-	return p, nil
+	sum := sha256.Sum256(data)
+	return p, hex.EncodeToString(sum[:]), nil
 }
 
 func loadTokens(path string) (*latentd.Tokens, error) {

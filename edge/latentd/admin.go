@@ -160,6 +160,12 @@ func (n *Node) deployLocked(ctx context.Context, d catalog.Deployment, prepared 
 	}
 	previous.Discard()
 	n.publishViewLocked()
+	if n.rec != nil {
+		if err := n.rec.deployed(gen, d); err != nil {
+			// The deploy took effect; only its line is missing.
+			n.cfg.Logger.Error("latentd: record: encoding a deployment failed", "tenant", d.Tenant, "service", d.Service, "err", err)
+		}
+	}
 	return gen, nil
 }
 
@@ -180,6 +186,9 @@ func (n *Node) deleteDeployment(w http.ResponseWriter, r *http.Request) {
 	gen, err := n.catalog.Delete(tenant, service)
 	if err == nil {
 		n.publishViewLocked()
+		if n.rec != nil {
+			n.rec.undeployed(gen, tenant, service)
+		}
 		// Guests running, or admitted and holding their release, keep
 		// their module until they stop.
 		n.cfg.Guests.Undeploy(tenant, service)

@@ -83,6 +83,20 @@ type Config struct {
 	// once validated, the activation ID, status, outcome or rejection
 	// reason, duration and bytes in and out. Nil logs none.
 	AccessLog *slog.Logger
+	// RecordPath, when set, records every admission decision, and what
+	// a replay needs besides (the catalog and its changes, load samples,
+	// starts and releases), to this trace file (record.go,
+	// internal/trace): created, or truncated. Recording builds the
+	// provider with core.NewRecordingProvider, whose ledger runs in one
+	// total order. Empty records nothing, at no cost.
+	RecordPath string
+	// RecordMaxBytes, when positive, rotates the trace once its file has
+	// reached this many bytes: the file becomes RecordPath.1 (replacing
+	// an older one) and a new one begins. Zero is no rotation.
+	RecordMaxBytes int64
+	// RecordPolicySHA256 is the SHA-256 (hex) of the policy file's bytes,
+	// for the trace's header; empty when the caller has no file.
+	RecordPolicySHA256 string
 }
 
 func (c *Config) setDefaults(ceiling time.Duration) error {
@@ -94,6 +108,9 @@ func (c *Config) setDefaults(ceiling time.Duration) error {
 	}
 	if c.Guests == nil {
 		return errors.New("latentd: a guest runtime is required")
+	}
+	if c.RecordMaxBytes < 0 {
+		return errors.New("latentd: RecordMaxBytes must not be negative")
 	}
 	if c.Capacity == (catalog.Capacity{}) {
 		c.Capacity = catalog.GenerousCapacity

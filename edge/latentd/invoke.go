@@ -46,6 +46,9 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	defer n.inflight.Done()
 	principal, ok := n.tokens.Load().Authenticate(bearerToken(r.Header))
 	if !ok {
+		if n.rec != nil {
+			n.rec.edgeUnauthenticated(r, n.provider.Policy().Node().BudgetCeiling)
+		}
 		unauthorized(w)
 		return
 	}
@@ -54,6 +57,9 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 		// Decided before the catalog is consulted, so that whether the
 		// other tenant or its deployment exists cannot show; the answer
 		// is admission's own for an unauthorized principal (step 3).
+		if n.rec != nil {
+			n.rec.edgeDenied(r, principal, n.provider.Policy().Node().BudgetCeiling)
+		}
 		n.reject(w, errPrincipalDenied)
 		return
 	}
@@ -80,6 +86,9 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// A route that resolves to nothing and a forged revision look
 		// alike (docs/decision-table.md, step 5).
+		if n.rec != nil {
+			n.rec.edgeUnresolved(r, principal, &inv, measured, v.pin.Generation())
+		}
 		n.reject(w, core.ErrRevisionNotAvailable)
 		return
 	}
@@ -110,7 +119,12 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 		PayloadBytes:    measured,
 		Priority:        inv.priority,
 	}
-	permit, err := v.controller.Admit(&req)
+	var permit *core.AdmissionPermit
+	if n.rec == nil {
+		permit, err = v.controller.Admit(&req)
+	} else {
+		permit, err = n.rec.admit(v, r, &req, principal, &inv)
+	}
 	if err != nil {
 		n.rejectErr(w, err)
 		return

@@ -63,6 +63,8 @@ type Node struct {
 	tokens atomic.Pointer[Tokens]
 	// reloads counts SetTokens and failed reloads, by result.
 	reloads *prometheus.CounterVec
+	// rec records decisions (Config.RecordPath); nil records nothing.
+	rec *recorder
 }
 
 // answerAfterInterrupt is how long Shutdown waits, once it has
@@ -84,7 +86,14 @@ func New(cfg Config) (_ *Node, err error) {
 	if cfg.Policy == nil {
 		return nil, errors.New("latentd: a policy is required")
 	}
-	provider, err := core.NewLocalQuotaProvider(cfg.Policy)
+	var rec *recorder
+	var provider *core.LocalQuotaProvider
+	if cfg.RecordPath != "" {
+		rec = &recorder{start: time.Now()}
+		provider, err = core.NewRecordingProvider(cfg.Policy, rec)
+	} else {
+		provider, err = core.NewLocalQuotaProvider(cfg.Policy)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("latentd: policy: %w", err)
 	}
@@ -97,7 +106,7 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	// n is not the named result: a failing return nils that, and the
 	// undo steps below still need the node they undo.
-	n := &Node{cfg: cfg, provider: provider, allowedHosts: allowedHostSet(cfg.AllowedHosts)}
+	n := &Node{cfg: cfg, provider: provider, allowedHosts: allowedHostSet(cfg.AllowedHosts), rec: rec}
 	n.tokens.Store(cfg.Tokens)
 	var undo []func()
 	defer func() {
@@ -108,12 +117,25 @@ func New(cfg Config) (_ *Node, err error) {
 		}
 	}()
 
+	if rec != nil {
+		rec.provider = provider
+		if err := rec.open(cfg); err != nil {
+			return nil, err
+		}
+		undo = append(undo, func() { _ = rec.w.Close() })
+	}
+
 	if n.catalog, err = openCatalog(cfg); err != nil {
 		return nil, err
 	}
 	n.catalogOpen.Store(true)
 	undo = append(undo, func() { _ = n.catalog.Close() })
 	pin := n.catalog.Pin()
+	if rec != nil {
+		if err := rec.catalog(n.catalog, pin); err != nil {
+			return nil, err
+		}
+	}
 	if err := n.prepareAll(pin); err != nil {
 		return nil, err
 	}
@@ -124,9 +146,13 @@ func New(cfg Config) (_ *Node, err error) {
 	undo = append(undo, n.pipe.Close)
 
 	n.load = core.NewNodeLoadState(settings.Overload.MaximumObservationAge, nil)
+	var target loadsampler.Target = n.load
+	if rec != nil {
+		target = recordingTarget{state: n.load, rec: rec}
+	}
 	n.sampler, err = loadsampler.New(loadsampler.Config{
 		Files:                 cfg.Load,
-		Target:                n.load,
+		Target:                target,
 		Interval:              cfg.SampleInterval,
 		MaximumObservationAge: settings.Overload.MaximumObservationAge,
 		QueueDelay:            n.pipe.QueueDelay,
@@ -150,6 +176,11 @@ func New(cfg Config) (_ *Node, err error) {
 	n.reloads.WithLabelValues("failed")
 	if err := n.registry.Register(n.reloads); err != nil {
 		return nil, fmt.Errorf("latentd: metrics: %w", err)
+	}
+	if rec != nil {
+		if err := rec.recordMetrics(n.registry); err != nil {
+			return nil, fmt.Errorf("latentd: metrics: %w", err)
+		}
 	}
 	collector, err := metrics.New(metrics.Config{Provider: provider, Load: n.load, Runner: n.pipe.Runner(), Scheduler: n.pipe.Scheduler()})
 	if err != nil {
@@ -267,8 +298,8 @@ func (n *Node) ReloadDone(ok bool) {
 // Shutdown stops accepting, lets running activations finish within the
 // grace period (then interrupts them), waits for every handler and
 // activation, releases every permit, stops the sampler and closes the
-// guest runtime and the catalog. It is idempotent; an error names what
-// did not end cleanly.
+// guest runtime, the catalog and, last, the trace (Config.RecordPath).
+// It is idempotent; an error names what did not end cleanly.
 func (n *Node) Shutdown(ctx context.Context) error {
 	n.shutdownOnce.Do(func() { n.shutdownErr = n.shutdown(ctx) })
 	return n.shutdownErr
@@ -299,6 +330,13 @@ func (n *Node) shutdown(ctx context.Context) error {
 	n.catalogOpen.Store(false)
 	if err := n.catalog.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("latentd: catalog: %w", err))
+	}
+	if n.rec != nil {
+		// Last: no handler runs, no permit is held and the sampler has
+		// stopped, so every decision, move and sample is in the queue.
+		if err := n.rec.w.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("latentd: record: %w", err))
+		}
 	}
 	if live := n.provider.LiveReservations(); live != 0 {
 		errs = append(errs, fmt.Errorf("latentd: %d reservations still live after shutdown", live))

@@ -1,0 +1,277 @@
+package latentd
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"latent.dev/admission/catalog"
+	"latent.dev/admission/core"
+	"latent.dev/admission/internal/trace"
+	"latent.dev/admission/policy"
+)
+
+// Recording (Config.RecordPath, `latentd -record FILE`): every admission
+// decision, and everything a replay needs besides it, goes to a trace
+// file (internal/trace, docs/record-and-shadow.md).
+//
+// The file begins with a header, then a catalog line with the whole
+// catalog New started with. After them come, in the node's one total
+// order (the recording provider's ledger order, each line's Order):
+//
+//   - deploy and undeploy lines, for every deploy and delete that took
+//     effect (Order drawn after the change, under adminMu);
+//   - load lines, for every load sample the node accepted (Order drawn
+//     after the publish);
+//   - decision lines, one per admission decision: stage "edge" for what
+//     latentd answered before asking admission (an unknown or missing
+//     token, an administrator's or another tenant's invocation, a
+//     principal the policy does not list, a route that resolves to
+//     nothing), stage "core" for admission's answers;
+//   - start and release lines, for the moves of each admitted permit.
+//
+// A request that fails before any admission question (a malformed
+// header, an unreadable body, "the deployment changed while the request
+// was resolved; retry it") is not a decision and writes nothing.
+//
+// T is nanoseconds on the monotonic clock since the recording started
+// (the header's StartUnixNano): a decision's is its first clock reading
+// when it read the clock, else when the line was made; a start's or a
+// release's is when the journal was told of it (time.Since the start).
+//
+// A decision the edge makes before the invocation headers are read (an
+// unknown token, a principal refused) records them as the headers parse
+// (a request without Latent-Activation-Id gets the generated ID it would
+// have had), or none when they do not; its payload size is 0: the body is
+// never read.
+//
+// A trace holds no token, no payload and no claim: a principal is its
+// kind, subject, tenant and service.
+
+// recorder is a recording node's half of the trace: the writer, the
+// recording's start, and the provider whose order every line takes.
+type recorder struct {
+	w        *trace.Writer
+	start    time.Time
+	provider *core.LocalQuotaProvider
+}
+
+// Moved is the provider's core.Journal: starts and releases.
+func (r *recorder) Moved(m core.LedgerMove) {
+	kind := trace.KindRelease
+	if m.Kind == core.MoveStarted || m.Kind == core.MoveStartRefused {
+		kind = trace.KindStart
+	}
+	r.w.Add(trace.Line{Kind: kind, Order: m.Order, T: int64(time.Since(r.start)), Move: &trace.Move{
+		Of: m.Admission, ElapsedNS: int64(m.Elapsed),
+		Refused: m.Kind == core.MoveStartRefused, Reclaimed: m.Kind == core.MoveReclaimed,
+	}})
+}
+
+// now is T for an event that happens as the line is made.
+func (r *recorder) now() int64 { return int64(time.Since(r.start)) }
+
+// open starts the trace file; the provider must be set.
+func (r *recorder) open(cfg Config) error {
+	w, err := trace.NewWriter(trace.WriterConfig{Path: cfg.RecordPath, MaxBytes: cfg.RecordMaxBytes,
+		StartUnixNano: r.start.UnixNano(), PolicySHA256: cfg.RecordPolicySHA256, NextOrder: r.provider.NextOrder})
+	if err != nil {
+		return fmt.Errorf("latentd: record: %w", err)
+	}
+	r.w = w
+	return nil
+}
+
+// catalog writes the catalog line: every deployment of pin, and c's
+// capacity, in the catalog file's form.
+func (r *recorder) catalog(c *catalog.Catalog, pin *catalog.Pin) error {
+	f := catalog.File{Capacity: c.Capacity()}
+	for _, key := range pin.Deployments() {
+		if d, _, ok := pin.Deployment(key.Tenant, key.Service); ok {
+			f.Deployments = append(f.Deployments, d)
+		}
+	}
+	data, err := catalog.EncodeFile(f)
+	if err != nil {
+		return fmt.Errorf("latentd: record: the catalog: %w", err)
+	}
+	r.w.Add(trace.Line{Kind: trace.KindCatalog, Order: r.provider.NextOrder(), T: r.now(),
+		Catalog: &trace.Catalog{Generation: pin.Generation(), File: data}})
+	return nil
+}
+
+// deployed writes a deploy line for d, deployed at gen.
+func (r *recorder) deployed(gen uint64, d catalog.Deployment) error {
+	data, err := catalog.EncodeDeployment(d)
+	if err != nil {
+		return err
+	}
+	r.w.Add(trace.Line{Kind: trace.KindDeploy, Order: r.provider.NextOrder(), T: r.now(),
+		Change: &trace.Change{Generation: gen, Deployment: data}})
+	return nil
+}
+
+// undeployed writes an undeploy line.
+func (r *recorder) undeployed(gen uint64, tenant, service string) {
+	r.w.Add(trace.Line{Kind: trace.KindUndeploy, Order: r.provider.NextOrder(), T: r.now(),
+		Change: &trace.Change{Generation: gen, Tenant: tenant, Service: service}})
+}
+
+// loaded writes a load line for an accepted sample.
+func (r *recorder) loaded(s *core.LoadSample) {
+	q := make([]int64, len(s.QueueDelay))
+	for i, d := range s.QueueDelay {
+		q[i] = int64(d)
+	}
+	r.w.Add(trace.Line{Kind: trace.KindLoad, Order: r.provider.NextOrder(), T: r.now(), Load: &trace.Load{
+		Sequence: s.Sequence, ObservedT: int64(s.ObservedAt.Sub(r.start)),
+		CPUPressure: s.CPUPressure, MemoryPressure: s.MemoryPressure, QueueDelayNS: q,
+	}})
+}
+
+// recordingTarget is the sampler's target on a recording node: the
+// node's load state, and a load line for every sample it accepts.
+type recordingTarget struct {
+	state *core.NodeLoadState
+	rec   *recorder
+}
+
+func (t recordingTarget) Publish(s core.LoadSample) error {
+	if err := t.state.Publish(s); err != nil {
+		return err
+	}
+	t.rec.loaded(&s)
+	return nil
+}
+
+// principalOf is p as a trace records it: never its token.
+func principalOf(p Principal) *trace.Principal {
+	out := &trace.Principal{Subject: p.Subject, Tenant: p.Tenant, Service: p.Service, Admin: p.Admin}
+	if p.Kind != 0 {
+		out.Kind = p.Kind.String()
+	}
+	return out
+}
+
+// request is what a decision line says of the request.
+func requestOf(r *http.Request, inv *invocation, payloadBytes uint64) trace.Decision {
+	d := trace.Decision{
+		Target:       trace.Target{Tenant: r.PathValue("tenant"), Service: r.PathValue("service"), Route: r.PathValue("route")},
+		PayloadBytes: payloadBytes,
+	}
+	if inv == nil {
+		return d
+	}
+	d.RoutingKey, d.ActivationID, d.Priority = inv.routingKey, inv.activationID, inv.priority
+	d.Budget = trace.Budget{CPUFuel: inv.budget.CPUFuel, MemoryBytes: inv.budget.MemoryBytes}
+	if inv.budget.WallTime.Set {
+		ns := int64(inv.budget.WallTime.Value)
+		d.Budget.WallTimeNS = &ns
+	}
+	if inv.deadline.Set {
+		ms := inv.deadline.Value
+		d.DeadlineUnixMS = &ms
+	}
+	return d
+}
+
+// edgeUnauthenticated records a request without a token the node knows.
+func (r *recorder) edgeUnauthenticated(req *http.Request, ceiling policy.NodeBudgetCeiling) {
+	d := requestOf(req, headersOf(req, ceiling), 0)
+	d.Stage, d.Answer = trace.StageEdge, trace.AnswerUnauthenticated
+	r.w.Add(trace.Line{Kind: trace.KindDecision, Order: r.provider.NextOrder(), T: r.now(), Decision: &d})
+}
+
+// edgeDenied records a principal refused before resolution.
+func (r *recorder) edgeDenied(req *http.Request, p Principal, ceiling policy.NodeBudgetCeiling) {
+	d := requestOf(req, headersOf(req, ceiling), 0)
+	d.Stage, d.Principal = trace.StageEdge, principalOf(p)
+	setAnswer(&d, errPrincipalDenied)
+	r.w.Add(trace.Line{Kind: trace.KindDecision, Order: r.provider.NextOrder(), T: r.now(), Decision: &d})
+}
+
+// edgeUnresolved records a route that resolves to nothing.
+func (r *recorder) edgeUnresolved(req *http.Request, p Principal, inv *invocation, payloadBytes, generation uint64) {
+	d := requestOf(req, inv, payloadBytes)
+	d.Stage, d.Principal, d.Generation = trace.StageEdge, principalOf(p), generation
+	setAnswer(&d, core.ErrRevisionNotAvailable)
+	r.w.Add(trace.Line{Kind: trace.KindDecision, Order: r.provider.NextOrder(), T: r.now(), Decision: &d})
+}
+
+// headersOf parses the invocation headers for the record of a decision
+// made before they were read; nil when they are malformed.
+func headersOf(req *http.Request, ceiling policy.NodeBudgetCeiling) *invocation {
+	inv, herr := parseInvocation(req.Header, ceiling)
+	if herr != nil {
+		return nil
+	}
+	return &inv
+}
+
+// setAnswer puts err's reason, scope and dimension in d, or "admitted"
+// when err is nil.
+func setAnswer(d *trace.Decision, err error) {
+	if err == nil {
+		d.Answer = trace.AnswerAdmitted
+		return
+	}
+	var ce core.Error
+	if !errors.As(err, &ce) {
+		d.Answer = err.Error() // never: Admit returns core.Errors
+		return
+	}
+	d.Answer, d.Scope, d.Dimension = string(ce.Reason()), string(ce.Scope()), string(ce.Dimension())
+}
+
+// admit is Admit on a recording node: AdmitRecorded, and the decision's
+// line.
+func (r *recorder) admit(v *view, req *http.Request, areq *core.AdmissionRequest, p Principal, inv *invocation) (*core.AdmissionPermit, error) {
+	var rec core.DecisionRecord
+	permit, err := v.controller.AdmitRecorded(areq, &rec)
+	d := requestOf(req, inv, areq.PayloadBytes)
+	d.Stage, d.Principal, d.Generation = trace.StageCore, principalOf(p), v.pin.Generation()
+	rev := areq.Revision
+	d.Revision = &trace.Revision{Tenant: rev.Tenant, Service: rev.Service, Route: rev.Route, Contract: rev.Contract,
+		Function: rev.Function, Revision: rev.Revision, Release: rev.Release}
+	var t int64
+	if !rec.First.IsZero() {
+		t, d.Clock = int64(rec.First.Sub(r.start)), true
+	} else {
+		t = r.now()
+	}
+	if rec.Reads > 0 {
+		d.Since = make([]int64, rec.Reads)
+		for i := range d.Since {
+			d.Since[i] = int64(rec.Since[i])
+		}
+	}
+	if rec.Load != nil {
+		d.LoadSequence = rec.Load.Sequence
+	}
+	if rec.CommitLoad != nil {
+		d.CommitLoadSequence = rec.CommitLoad.Sequence
+	}
+	d.Committed = rec.Committed
+	setAnswer(&d, err)
+	r.w.Add(trace.Line{Kind: trace.KindDecision, Order: rec.Order, T: t, Decision: &d})
+	return permit, err
+}
+
+// recordMetrics registers the recorder's counters on reg.
+func (r *recorder) recordMetrics(reg *prometheus.Registry) error {
+	for _, c := range []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "latent_record_lines_total",
+			Help: "Trace lines the recorder wrote (-record)."}, func() float64 { return float64(r.w.Written()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "latent_record_dropped_lines_total",
+			Help: "Trace lines the recorder dropped because its buffer was full (-record); a trace with any cannot be replayed exactly."},
+			func() float64 { return float64(r.w.Dropped()) }),
+	} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,260 @@
+package latentd
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"latent.dev/admission/catalog"
+	"latent.dev/admission/core"
+	"latent.dev/admission/internal/trace"
+	"latent.dev/admission/policy"
+)
+
+// startRecordingNode is startNode recording to a file in a temporary
+// directory; it returns the node and the file.
+func startRecordingNode(t *testing.T) (*testNode, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	tn := startNode(t, nodeOptions{mutate: func(c *Config) {
+		c.RecordPath, c.RecordPolicySHA256 = path, strings.Repeat("ab", 32)
+	}})
+	return tn, path
+}
+
+func readTrace(t *testing.T, path string) ([]trace.Line, string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var lines []trace.Line
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	sc.Buffer(nil, 1<<22)
+	for sc.Scan() {
+		var l trace.Line
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &l), "line %s", sc.Text())
+		lines = append(lines, l)
+	}
+	require.NoError(t, sc.Err())
+	return lines, string(data)
+}
+
+func TestRecordWritesEveryDecision(t *testing.T) {
+	tn, path := startRecordingNode(t)
+	const payload = "payload-that-must-not-be-recorded"
+	const unknownToken = "unknown-token-that-must-not-be-recorded"
+	ok := tn.invoke("acme/echo/run", aliceToken, payload, HeaderActivationID, "act-1", HeaderRoutingKey, "key-1",
+		HeaderWallTimeMs, "1500", HeaderDeadline, "99999999999999")
+	require.Equal(t, http.StatusOK, ok.status, "%s", ok.body)
+	assert.Equal(t, http.StatusUnauthorized, tn.invoke("acme/echo/run", unknownToken, payload).status)
+	assert.Equal(t, http.StatusForbidden, tn.invoke("globex/echo/run", aliceToken, payload, HeaderActivationID, "act-3").status)
+	unresolved := tn.invoke("acme/echo/nowhere", aliceToken, payload, HeaderActivationID, "act-4")
+	assert.Equal(t, http.StatusNotFound, unresolved.status, "%s", unresolved.body)
+	// Not decisions: a malformed header writes nothing.
+	assert.Equal(t, http.StatusBadRequest, tn.invoke("acme/echo/run", aliceToken, payload, HeaderPriority, "-1").status)
+	tn.waitIdle()
+	m := tn.do(http.MethodGet, "/metrics", metricsToken, nil)
+	require.Equal(t, http.StatusOK, m.status)
+	assert.Contains(t, string(m.body), "latent_record_lines_total")
+	assert.Contains(t, string(m.body), "latent_record_dropped_lines_total 0")
+	tn.shutdown()
+
+	lines, text := readTrace(t, path)
+	for _, secret := range []string{aliceToken, unknownToken, payload, digestHex(aliceToken)} {
+		assert.NotContains(t, text, secret)
+	}
+	require.GreaterOrEqual(t, len(lines), 2)
+	require.Equal(t, trace.KindHeader, lines[0].Kind)
+	assert.Equal(t, trace.Version, lines[0].Version)
+	assert.Equal(t, strings.Repeat("ab", 32), lines[0].PolicySHA256)
+	assert.NotZero(t, lines[0].StartUnixNano)
+	require.Equal(t, trace.KindCatalog, lines[1].Kind)
+	f, err := catalog.DecodeCatalogFile(lines[1].Catalog.File, true)
+	require.NoError(t, err)
+	assert.Len(t, f.Deployments, len(testDeployments(t)))
+	assert.Equal(t, tn.node.catalog.Pin().Generation(), lines[1].Catalog.Generation)
+
+	orders := map[uint64]bool{}
+	byAnswer := map[string]trace.Line{}
+	var loads int
+	var starts, releases []trace.Line
+	for _, l := range lines[1:] {
+		require.NotZero(t, l.Order, "%+v", l)
+		require.False(t, orders[l.Order], "order %d twice", l.Order)
+		orders[l.Order] = true
+		switch l.Kind {
+		case trace.KindLoad:
+			loads++
+			assert.NotZero(t, l.Load.Sequence)
+		case trace.KindDecision:
+			_, dup := byAnswer[l.Decision.Answer]
+			require.False(t, dup, "two decisions answered %s", l.Decision.Answer)
+			byAnswer[l.Decision.Answer] = l
+		case trace.KindStart:
+			starts = append(starts, l)
+		case trace.KindRelease:
+			releases = append(releases, l)
+		case trace.KindCatalog:
+		default:
+			t.Fatalf("unexpected line %+v", l)
+		}
+	}
+	assert.NotZero(t, loads, "the sample New takes is recorded")
+	require.Len(t, byAnswer, 4, "one decision per request: %v", byAnswer)
+
+	admitted := byAnswer[trace.AnswerAdmitted].Decision
+	require.NotNil(t, admitted)
+	assert.Equal(t, trace.StageCore, admitted.Stage)
+	assert.Equal(t, &trace.Principal{Kind: "user", Subject: "alice", Tenant: "acme"}, admitted.Principal)
+	assert.Equal(t, trace.Target{Tenant: "acme", Service: "echo", Route: "run"}, admitted.Target)
+	require.NotNil(t, admitted.Revision)
+	assert.Equal(t, "echo", admitted.Revision.Service)
+	assert.NotEmpty(t, admitted.Revision.Release)
+	assert.Equal(t, "act-1", admitted.ActivationID)
+	assert.Equal(t, "key-1", admitted.RoutingKey)
+	assert.EqualValues(t, len(payload), admitted.PayloadBytes)
+	require.NotNil(t, admitted.Budget.WallTimeNS)
+	assert.EqualValues(t, 1500e6, *admitted.Budget.WallTimeNS)
+	require.NotNil(t, admitted.DeadlineUnixMS)
+	assert.EqualValues(t, 99999999999999, *admitted.DeadlineUnixMS)
+	assert.True(t, admitted.Clock)
+	assert.True(t, admitted.Committed)
+	assert.NotZero(t, admitted.LoadSequence)
+	assert.NotZero(t, admitted.Generation)
+	of := byAnswer[trace.AnswerAdmitted].Order
+	require.Len(t, starts, 1)
+	require.Len(t, releases, 1)
+	assert.Equal(t, of, starts[0].Of)
+	assert.Equal(t, of, releases[0].Of)
+	assert.Greater(t, starts[0].Order, of)
+	assert.Greater(t, releases[0].Order, starts[0].Order)
+	assert.False(t, releases[0].Reclaimed)
+
+	unauth := byAnswer[trace.AnswerUnauthenticated].Decision
+	require.NotNil(t, unauth)
+	assert.Equal(t, trace.StageEdge, unauth.Stage)
+	assert.Nil(t, unauth.Principal)
+
+	denied := byAnswer[string(core.ReasonPrincipalNotAuthorized)].Decision
+	require.NotNil(t, denied)
+	assert.Equal(t, trace.StageEdge, denied.Stage)
+	assert.Equal(t, "acme", denied.Principal.Tenant)
+	assert.Equal(t, trace.Target{Tenant: "globex", Service: "echo", Route: "run"}, denied.Target)
+	assert.Equal(t, "act-3", denied.ActivationID)
+	assert.Equal(t, string(core.ScopePrincipal), denied.Scope)
+
+	missing := byAnswer[string(core.ReasonRevisionNotAvailable)].Decision
+	require.NotNil(t, missing)
+	assert.Equal(t, trace.StageEdge, missing.Stage)
+	assert.Nil(t, missing.Revision)
+	assert.Equal(t, "nowhere", missing.Target.Route)
+	assert.Equal(t, "act-4", missing.ActivationID)
+	assert.EqualValues(t, len(payload), missing.PayloadBytes)
+}
+
+func TestRecordWritesDeployAndUndeploy(t *testing.T) {
+	tn, path := startRecordingNode(t)
+	put := tn.do(http.MethodPut, "/v1/admin/deployments/acme/fresh", adminToken, versionedDeployment("acme", "fresh", demoDigest, "1.0.0", 1000))
+	require.Equal(t, http.StatusOK, put.status, "%s", put.body)
+	del := tn.do(http.MethodDelete, "/v1/admin/deployments/acme/fresh", adminToken, nil)
+	require.Equal(t, http.StatusOK, del.status, "%s", del.body)
+	tn.shutdown()
+
+	lines, _ := readTrace(t, path)
+	var deploy, undeploy *trace.Line
+	for i := range lines {
+		switch lines[i].Kind {
+		case trace.KindDeploy:
+			deploy = &lines[i]
+		case trace.KindUndeploy:
+			undeploy = &lines[i]
+		}
+	}
+	require.NotNil(t, deploy)
+	require.NotNil(t, undeploy)
+	assert.EqualValues(t, put.json(t)["generation"], deploy.Change.Generation)
+	assert.EqualValues(t, del.json(t)["generation"], undeploy.Change.Generation)
+	d, err := catalog.ValidateDeployment(deploy.Change.Deployment, tn.node.cfg.Policy)
+	require.NoError(t, err)
+	assert.Equal(t, "fresh", d.Service)
+	assert.Equal(t, "acme", undeploy.Change.Tenant)
+	assert.Equal(t, "fresh", undeploy.Change.Service)
+	assert.Greater(t, undeploy.Order, deploy.Order)
+}
+
+func TestRecordRefusesANegativeMaxBytes(t *testing.T) {
+	_, err := New(testConfig(t, newFakeGuests(), nodeOptions{mutate: func(c *Config) {
+		c.RecordPath, c.RecordMaxBytes = filepath.Join(t.TempDir(), "trace.jsonl"), -1
+	}}))
+	require.Error(t, err)
+}
+
+// BenchmarkAdmitRecording is one admission and its release on a node's
+// own view, without recording (Admit, on the striped provider) and with
+// it (AdmitRecorded on the recording provider, the decision line built as
+// invoke builds it and queued, and the release's line from the journal).
+// The writer's goroutine encodes the lines to a file meanwhile; lines it
+// could not keep up with are reported as dropped/op.
+func BenchmarkAdmitRecording(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "record=off"
+		if on {
+			name = "record=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			n, err := New(testConfig(b, newFakeGuests(), nodeOptions{mutate: func(c *Config) {
+				if on {
+					c.RecordPath = filepath.Join(b.TempDir(), "trace.jsonl")
+				}
+			}}))
+			require.NoError(b, err)
+			defer func() { require.NoError(b, n.Shutdown(context.Background())) }()
+			r := httptest.NewRequest(http.MethodPost, "/v1/invoke/acme/echo/run", nil)
+			r.SetPathValue("tenant", "acme")
+			r.SetPathValue("service", "echo")
+			r.SetPathValue("route", "run")
+			r.Header.Set(HeaderActivationID, "bench-activation")
+			inv, herr := parseInvocation(r.Header, n.provider.Policy().Node().BudgetCeiling)
+			require.Nil(b, herr)
+			principal := Principal{Kind: policy.UserPrincipal, Subject: "alice", Tenant: "acme"}
+			v := n.view.Load()
+			rev, handle, err := v.pin.Resolve(catalog.Target{Tenant: "acme", Service: "echo", Route: "run"}, inv.routingKey)
+			require.NoError(b, err)
+			req := core.AdmissionRequest{
+				ActivationID:    inv.activationID,
+				Principal:       core.Principal{Kind: principal.Kind, Subject: principal.Subject, Tenant: principal.Tenant},
+				Revision:        *rev,
+				Handle:          handle,
+				RequestedBudget: inv.budget,
+				PayloadBytes:    1,
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				var permit *core.AdmissionPermit
+				var err error
+				if n.rec == nil {
+					permit, err = v.controller.Admit(&req)
+				} else {
+					permit, err = n.rec.admit(v, r, &req, principal, &inv)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				permit.Release()
+			}
+			b.StopTimer()
+			if n.rec != nil {
+				b.ReportMetric(float64(n.rec.w.Dropped())/float64(b.N), "dropped/op")
+			}
+		})
+	}
+}

@@ -1,0 +1,187 @@
+package trace_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"latent.dev/admission/internal/trace"
+)
+
+// readLines decodes every line of the trace file at path.
+func readLines(t *testing.T, path string) []trace.Line {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var out []trace.Line
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var l trace.Line
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &l), "line %q", sc.Text())
+		out = append(out, l)
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+func decision(order uint64) trace.Line {
+	wall := int64(250e6)
+	return trace.Line{Kind: trace.KindDecision, Order: order, T: int64(order) * 1000, Decision: &trace.Decision{
+		Stage:     trace.StageCore,
+		Principal: &trace.Principal{Kind: "user", Subject: "alice", Tenant: "acme"},
+		Target:    trace.Target{Tenant: "acme", Service: "echo", Route: "run"},
+		Priority:  1, Budget: trace.Budget{CPUFuel: 10, MemoryBytes: 20, WallTimeNS: &wall},
+		Clock: true, Committed: true, Since: []int64{5, 7}, LoadSequence: 3, CommitLoadSequence: 4,
+		Answer: trace.AnswerAdmitted,
+	}}
+}
+
+func TestWriterRoundTrip(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	w, err := trace.NewWriter(trace.WriterConfig{Path: path, StartUnixNano: 42, PolicySHA256: "abc"})
+	require.NoError(t, err)
+	want := []trace.Line{
+		{Kind: trace.KindCatalog, Order: 1, Catalog: &trace.Catalog{Generation: 7, File: []byte(`{"capacity":{}}`)}},
+		{Kind: trace.KindLoad, Order: 2, T: -5, Load: &trace.Load{Sequence: 1, ObservedT: -5, CPUPressure: 0.5, QueueDelayNS: []int64{1, 2, 3}}},
+		decision(3),
+		{Kind: trace.KindStart, Order: 4, T: 9, Move: &trace.Move{Of: 3, ElapsedNS: 6}},
+		{Kind: trace.KindRelease, Order: 5, T: 11, Move: &trace.Move{Of: 3, ElapsedNS: 8, Reclaimed: true}},
+	}
+	for _, l := range want {
+		require.True(t, w.Add(l))
+	}
+	require.NoError(t, w.Close())
+	require.NoError(t, w.Close(), "Close twice")
+	assert.False(t, w.Add(decision(9)), "Add after Close")
+	assert.EqualValues(t, len(want), w.Written())
+	assert.Zero(t, w.Dropped())
+
+	got := readLines(t, path)
+	require.Len(t, got, len(want)+1)
+	assert.Equal(t, trace.Line{Kind: trace.KindHeader, Header: &trace.Header{Version: trace.Version, StartUnixNano: 42, PolicySHA256: "abc"}}, got[0])
+	assert.Equal(t, want, got[1:])
+}
+
+func TestWriterDropsWhenFull(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	var orders uint64 = 1000
+	w, err := trace.NewWriter(trace.WriterConfig{Path: path, Buffer: 4, NextOrder: func() uint64 { orders++; return orders }})
+	require.NoError(t, err)
+	// Far more than the buffer, as fast as possible: some are dropped.
+	const sent = 20000
+	accepted := 0
+	for i := range sent {
+		if w.Add(decision(uint64(i + 1))) {
+			accepted++
+		}
+	}
+	require.NoError(t, w.Close())
+	dropped := w.Dropped()
+	require.NotZero(t, dropped, "a buffer of 4 took %d lines in a row", sent)
+	assert.EqualValues(t, sent, uint64(accepted)+dropped)
+	assert.EqualValues(t, accepted, w.Written())
+
+	var decisions int
+	var reported uint64
+	for _, l := range readLines(t, path)[1:] {
+		switch l.Kind {
+		case trace.KindDecision:
+			decisions++
+		case trace.KindDropped:
+			require.NotNil(t, l.Dropped)
+			assert.Greater(t, l.Order, uint64(1000), "a dropped line's order comes from NextOrder")
+			reported += l.Lines
+		default:
+			t.Fatalf("unexpected line %+v", l)
+		}
+	}
+	assert.Equal(t, accepted, decisions)
+	assert.Equal(t, dropped, reported, "every dropped line is reported")
+}
+
+func TestWriterRotates(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	// An older FILE.1 is replaced.
+	require.NoError(t, os.WriteFile(path+".1", []byte("old\n"), 0o600))
+	one, err := json.Marshal(decision(1))
+	require.NoError(t, err)
+	// A header is shorter than a line: each file takes three lines.
+	maxBytes := int64(3 * len(one))
+	w, err := trace.NewWriter(trace.WriterConfig{Path: path, MaxBytes: maxBytes, Buffer: 1024})
+	require.NoError(t, err)
+	const sent = 8 // files 0 and 1 take three each, file 2 the last two
+	for i := range sent {
+		require.True(t, w.Add(decision(uint64(i+1))))
+	}
+	require.NoError(t, w.Close())
+
+	older, newer := readLines(t, path+".1"), readLines(t, path)
+	require.NotEmpty(t, older)
+	require.NotEmpty(t, newer)
+	require.Equal(t, trace.KindHeader, older[0].Kind)
+	require.Equal(t, trace.KindHeader, newer[0].Kind)
+	assert.Equal(t, older[0].Header.File+1, newer[0].Header.File, "the files count on")
+	assert.EqualValues(t, 2, newer[0].Header.File)
+	assert.Len(t, newer, 3)
+
+	// Each file holds consecutive orders; the newest file ends at the
+	// last, and the two files join without a gap.
+	var orders []uint64
+	for _, l := range append(older[1:], newer[1:]...) {
+		require.Equal(t, trace.KindDecision, l.Kind)
+		orders = append(orders, l.Order)
+	}
+	require.Equal(t, uint64(sent), orders[len(orders)-1])
+	for i := 1; i < len(orders); i++ {
+		assert.Equal(t, orders[i-1]+1, orders[i], "no line lost across a rotation: %v", orders)
+	}
+	info, err := os.Stat(path + ".1")
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, info.Size(), maxBytes, "a file rotates only once it reached MaxBytes")
+}
+
+func TestWriterRotationKeepsEveryLine(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	one, err := json.Marshal(decision(1))
+	require.NoError(t, err)
+	// Exactly one rotation: the first file takes 30 lines (its header is
+	// shorter than a line), the second the last 10.
+	const sent = 40
+	w, err := trace.NewWriter(trace.WriterConfig{Path: path, MaxBytes: int64(30 * len(one)), Buffer: 1024})
+	require.NoError(t, err)
+	for i := range sent {
+		require.True(t, w.Add(decision(uint64(i+1))))
+	}
+	require.NoError(t, w.Close())
+	older, newer := readLines(t, path+".1"), readLines(t, path)
+	assert.EqualValues(t, 0, older[0].Header.File)
+	assert.EqualValues(t, 1, newer[0].Header.File)
+	assert.Len(t, older, 31)
+	assert.Equal(t, sent+2, len(older)+len(newer), "every line and two headers")
+	var next uint64 = 1
+	for _, l := range append(older[1:], newer[1:]...) {
+		assert.Equal(t, next, l.Order)
+		next++
+	}
+}
+
+func TestWriterRefusesBadConfig(t *testing.T) {
+	_, err := trace.NewWriter(trace.WriterConfig{})
+	assert.Error(t, err)
+	_, err = trace.NewWriter(trace.WriterConfig{Path: filepath.Join(t.TempDir(), "x"), MaxBytes: -1})
+	assert.Error(t, err)
+	_, err = trace.NewWriter(trace.WriterConfig{Path: filepath.Join(t.TempDir(), "missing", "x")})
+	assert.Error(t, err)
+}
