@@ -1,0 +1,103 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// DecodeLine strictly decodes one line into l (which it resets first): a
+// key the format does not have is refused, and so is a line whose Kind is
+// not one of the kinds or whose parts are not exactly the one its Kind
+// names.
+func DecodeLine(data []byte, l *Line) error {
+	*l = Line{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(l); err != nil {
+		return fmt.Errorf("not a trace line: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("not a trace line: more after the object")
+	}
+	return l.check()
+}
+
+// check reports whether exactly the part Kind names is set.
+func (l *Line) check() error {
+	var want string
+	var set []string
+	if l.Header != nil {
+		set = append(set, KindHeader)
+	}
+	if l.Catalog != nil {
+		set = append(set, KindCatalog)
+	}
+	if l.Change != nil {
+		set = append(set, "deploy or undeploy")
+	}
+	if l.Load != nil {
+		set = append(set, KindLoad)
+	}
+	if l.Decision != nil {
+		set = append(set, KindDecision)
+	}
+	if l.Move != nil {
+		set = append(set, "start or release")
+	}
+	if l.Dropped != nil {
+		set = append(set, KindDropped)
+	}
+	ok := false
+	switch l.Kind {
+	case KindHeader:
+		want, ok = KindHeader, l.Header != nil
+	case KindCatalog:
+		want, ok = KindCatalog, l.Catalog != nil
+	case KindDeploy:
+		want, ok = "deploy or undeploy", l.Change != nil && l.Change.Deployment != nil
+	case KindUndeploy:
+		want, ok = "deploy or undeploy", l.Change != nil && l.Change.Deployment == nil && l.Change.Tenant != "" && l.Change.Service != ""
+	case KindLoad:
+		want, ok = KindLoad, l.Load != nil
+	case KindDecision:
+		want, ok = KindDecision, l.Decision != nil
+	case KindStart, KindRelease:
+		want, ok = "start or release", l.Move != nil
+	case KindDropped:
+		want, ok = KindDropped, l.Dropped != nil
+	case "":
+		return errors.New(`no kind ("k")`)
+	default:
+		return fmt.Errorf("unknown kind %q", l.Kind)
+	}
+	if !ok || len(set) != 1 || set[0] != want {
+		if len(set) == 0 {
+			return fmt.Errorf("a %q line without its fields", l.Kind)
+		}
+		if ok || (len(set) == 1 && set[0] == want) {
+			return fmt.Errorf("a %q line with fields of a %s line", l.Kind, joinOthers(set, want))
+		}
+		return fmt.Errorf("a %q line with the fields of a %s line", l.Kind, set[0])
+	}
+	if l.Kind != KindHeader && l.Kind != KindCatalog && l.Order == 0 {
+		return fmt.Errorf("a %q line without an order", l.Kind)
+	}
+	return nil
+}
+
+func joinOthers(set []string, want string) string {
+	var b []byte
+	for _, s := range set {
+		if s == want {
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, " and "...)
+		}
+		b = append(b, s...)
+	}
+	return string(b)
+}
