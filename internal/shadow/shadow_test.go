@@ -252,3 +252,7 @@ func TestABadLineIsNamed(t *testing.T) {
 }
 
 func json2catalog(s string) (catalog.File, error) { return catalog.DecodeCatalogFile([]byte(s), true) }
+
+// filepathTemp is a directory for the benchmark's trace, removed when the
+// test binary's TestMain would; the OS's temporary directory otherwise.
+func filepathTemp() (string, error) { return os.MkdirTemp("", "shadow-bench-") }
