@@ -12,7 +12,12 @@ import (
 // key the format does not have is refused, and so is a line whose Kind is
 // not one of the kinds or whose parts are not exactly the one its Kind
 // names.
-func DecodeLine(data []byte, l *Line) error {
+func DecodeLine(data []byte, l *Line) error { return decodeLine(data, l, nil) }
+
+func decodeLine(data []byte, l *Line, in interner) error {
+	if decodeFast(data, l, in) {
+		return l.check()
+	}
 	*l = Line{}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -80,6 +80,7 @@ type Reader struct {
 	ring     [KeptSamples]uint64
 	ringNext int
 	ringLen  int
+	strings  interner
 	err      error
 }
 
@@ -128,7 +129,7 @@ func Open(paths []string, window int) (*Reader, error) {
 	if window <= 0 {
 		window = DefaultWindow
 	}
-	r := &Reader{window: window, samples: make(map[uint64]Load)}
+	r := &Reader{window: window, samples: make(map[uint64]Load), strings: interner{}}
 	for _, p := range paths {
 		s := &source{path: p}
 		h, err := s.open()
@@ -336,7 +337,7 @@ func (r *Reader) readOne() (bool, error) {
 			return false, err
 		}
 		var l Line
-		if err := DecodeLine(data, &l); err != nil {
+		if err := decodeLine(data, &l, r.strings); err != nil {
 			return false, &LineError{File: s.path, Line: s.line, Err: err}
 		}
 		switch l.Kind {
