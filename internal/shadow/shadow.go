@@ -147,16 +147,12 @@ func Replay(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the candidate policy: %w", err)
 	}
-	pass, err := firstPass(cfg)
-	if err != nil {
-		return nil, err
-	}
 	rd, err := trace.Open(cfg.Files, cfg.Window)
 	if err != nil {
 		return nil, err
 	}
 	defer rd.Close()
-	r := newReplay(cfg, provider, rd, pass)
+	r := newReplay(cfg, provider, rd)
 	if cfg.Catalog != nil {
 		cat, err := catalog.FromFile(*cfg.Catalog)
 		if err != nil {
@@ -168,21 +164,22 @@ func Replay(cfg Config) (*Result, error) {
 	if err := r.run(); err != nil {
 		return nil, err
 	}
+	if r.passErr != nil {
+		return nil, r.passErr
+	}
 	return r.result(), nil
 }
 
 // pass is what the first pass over the trace found.
 type pass struct {
-	medians  map[string]time.Duration // by route key
-	tmin     int64
-	tmax     int64
-	hasLines bool
+	medians map[string]time.Duration // by route key
 }
 
 func routeKey(t trace.Target) string { return t.Tenant + "/" + t.Service + "/" + t.Route }
 
 // firstPass reads the trace once for the recorded durations per route
-// (bounded reservoirs) and the span of its times.
+// (bounded reservoirs). The replay runs it when it first needs a median,
+// so a replay that estimates no hold reads the trace once.
 func firstPass(cfg Config) (*pass, error) {
 	rd, err := trace.Open(cfg.Files, cfg.Window)
 	if err != nil {
@@ -205,13 +202,6 @@ func firstPass(cfg Config) (*pass, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !p.hasLines || l.T < p.tmin {
-			p.tmin = l.T
-		}
-		if !p.hasLines || l.T > p.tmax {
-			p.tmax = l.T
-		}
-		p.hasLines = true
 		switch l.Kind {
 		case trace.KindDecision:
 			if l.Decision.Answer == trace.AnswerAdmitted {
@@ -305,7 +295,8 @@ type recHold struct {
 type replay struct {
 	cfg      Config
 	rd       *trace.Reader
-	pass     *pass
+	pass     *pass // the first pass, once a hold is estimated
+	passErr  error
 	start    int64
 	provider *core.LocalQuotaProvider
 	compiled *policy.Compiled
@@ -330,17 +321,19 @@ type replay struct {
 	recLive                    []int64 // node, tenants, trust classes
 	recQueued                  []int64 // queue classes
 	recHolds                   map[uint64]*recHold
-	sampleAt                   []int64
-	nextSample                 int
+	// the series' next sample time and step: the step doubles, and
+	// every other point is dropped, whenever there are 2*SeriesPoints.
+	sampling               bool
+	nextSample, sampleStep int64
 
 	missingSamples, oldPins uint64
 	catalogSeen, noCatalog  bool
 }
 
-func newReplay(cfg Config, provider *core.LocalQuotaProvider, rd *trace.Reader, p *pass) *replay {
+func newReplay(cfg Config, provider *core.LocalQuotaProvider, rd *trace.Reader) *replay {
 	h := rd.Header()
 	r := &replay{
-		cfg: cfg, rd: rd, pass: p, start: h.StartUnixNano, provider: provider, compiled: provider.Policy(),
+		cfg: cfg, rd: rd, start: h.StartUnixNano, provider: provider, compiled: provider.Policy(),
 		clock: &vclock{}, load: &vload{}, ctrls: map[*catalog.Pin]*core.AdmissionController{},
 		permits: map[uint64]*held{}, conv: map[uint64]*core.LoadSample{}, refusals: map[[2]string]*Refusals{},
 		tenantIx: map[string]int{}, trustIx: map[string]int{}, queueIx: map[string]int{}, recHolds: map[uint64]*recHold{},
@@ -363,20 +356,6 @@ func newReplay(cfg Config, provider *core.LocalQuotaProvider, rd *trace.Reader, 
 	}
 	r.recLive = make([]int64, 1+len(u.Tenants)+len(u.TrustClasses))
 	r.recQueued = make([]int64, len(u.QueueClasses))
-	if p.hasLines {
-		n := SeriesPoints
-		span := p.tmax - p.tmin
-		if span < int64(n-1) {
-			n = int(span) + 1
-		}
-		for i := 0; i < n; i++ {
-			at := p.tmin
-			if n > 1 {
-				at += int64(float64(span) * float64(i) / float64(n-1))
-			}
-			r.sampleAt = append(r.sampleAt, at)
-		}
-	}
 	return r
 }
 
@@ -395,7 +374,13 @@ func (r *replay) run() error {
 			return &trace.LineError{File: pos.File, Line: pos.Line, Err: err}
 		}
 	}
-	r.advance(1<<63 - 1)
+	if r.sampling {
+		// The last sample, at or after the last line.
+		r.advance(r.nextSample + 1)
+		if len(r.res.Times) > SeriesPoints {
+			r.halveSeries()
+		}
+	}
 	for _, h := range r.permits {
 		h.release()
 	}
@@ -405,19 +390,15 @@ func (r *replay) run() error {
 // advance releases the estimated holds due at or before t and takes the
 // series' samples before t, in time order.
 func (r *replay) advance(t int64) {
+	if !r.sampling {
+		r.sampling, r.nextSample, r.sampleStep = true, t, int64(time.Millisecond)
+	}
 	for {
-		nextDue, nextSample := int64(1<<63-1), int64(1<<63-1)
-		if len(r.due) > 0 {
-			nextDue = r.due[0].at
-		}
-		if r.nextSample < len(r.sampleAt) {
-			nextSample = r.sampleAt[r.nextSample]
-		}
 		switch {
-		case len(r.due) > 0 && nextDue <= t && nextDue <= nextSample:
+		case len(r.due) > 0 && r.due[0].at <= t && r.due[0].at <= r.nextSample:
 			d := heap.Pop(&r.due).(due)
 			d.h.release()
-		case r.nextSample < len(r.sampleAt) && nextSample < t:
+		case r.nextSample < t:
 			r.takeSample()
 		default:
 			return
@@ -426,8 +407,7 @@ func (r *replay) advance(t int64) {
 }
 
 func (r *replay) takeSample() {
-	at := r.sampleAt[r.nextSample]
-	r.nextSample++
+	at := r.nextSample
 	r.res.Times = append(r.res.Times, time.Duration(at))
 	u := r.provider.Usage()
 	s := r.res.Series
@@ -447,6 +427,30 @@ func (r *replay) takeSample() {
 	for j, q := range u.QueueClasses {
 		add(r.recQueued[j], q.Queued)
 	}
+	r.nextSample += r.sampleStep
+	if len(r.res.Times) >= 2*SeriesPoints {
+		r.halveSeries()
+		r.sampleStep *= 2
+		r.nextSample = int64(r.res.Times[len(r.res.Times)-1]) + r.sampleStep
+	}
+}
+
+// halveSeries keeps every other point.
+func (r *replay) halveSeries() {
+	r.res.Times = everyOther(r.res.Times)
+	for i := range r.res.Series {
+		s := &r.res.Series[i]
+		s.Recorded, s.Candidate = everyOther(s.Recorded), everyOther(s.Candidate)
+	}
+}
+
+func everyOther[T any](v []T) []T {
+	n := 0
+	for i := 0; i < len(v); i += 2 {
+		v[n] = v[i]
+		n++
+	}
+	return v[:n]
 }
 
 func (r *replay) line(l *trace.Line) error {
@@ -660,6 +664,11 @@ func (r *replay) decide(l *trace.Line) {
 	// Refused by the node, admitted by the candidate: an estimated hold.
 	r.res.Estimated++
 	wall := p.Grant().Budget.WallTime.Value
+	if r.pass == nil {
+		if r.pass, r.passErr = firstPass(r.cfg); r.passErr != nil {
+			r.pass = &pass{}
+		}
+	}
 	dur, ok := r.pass.medians[routeKey(d.Target)]
 	if !ok {
 		dur = wall

@@ -14,7 +14,7 @@ import (
 // names.
 func DecodeLine(data []byte, l *Line) error { return decodeLine(data, l, nil) }
 
-func decodeLine(data []byte, l *Line, in interner) error {
+func decodeLine(data []byte, l *Line, in *interner) error {
 	if decodeFast(data, l, in) {
 		return l.check()
 	}
@@ -33,28 +33,22 @@ func decodeLine(data []byte, l *Line, in interner) error {
 // check reports whether exactly the part Kind names is set.
 func (l *Line) check() error {
 	var want string
-	var set []string
-	if l.Header != nil {
-		set = append(set, KindHeader)
+	n, first := 0, ""
+	note := func(set bool, what string) {
+		if set {
+			if n == 0 {
+				first = what
+			}
+			n++
+		}
 	}
-	if l.Catalog != nil {
-		set = append(set, KindCatalog)
-	}
-	if l.Change != nil {
-		set = append(set, "deploy or undeploy")
-	}
-	if l.Load != nil {
-		set = append(set, KindLoad)
-	}
-	if l.Decision != nil {
-		set = append(set, KindDecision)
-	}
-	if l.Move != nil {
-		set = append(set, "start or release")
-	}
-	if l.Dropped != nil {
-		set = append(set, KindDropped)
-	}
+	note(l.Header != nil, KindHeader)
+	note(l.Catalog != nil, KindCatalog)
+	note(l.Change != nil, "deploy or undeploy")
+	note(l.Load != nil, KindLoad)
+	note(l.Decision != nil, KindDecision)
+	note(l.Move != nil, "start or release")
+	note(l.Dropped != nil, KindDropped)
 	ok := false
 	switch l.Kind {
 	case KindHeader:
@@ -78,19 +72,34 @@ func (l *Line) check() error {
 	default:
 		return fmt.Errorf("unknown kind %q", l.Kind)
 	}
-	if !ok || len(set) != 1 || set[0] != want {
-		if len(set) == 0 {
-			return fmt.Errorf("a %q line without its fields", l.Kind)
-		}
-		if ok || (len(set) == 1 && set[0] == want) {
-			return fmt.Errorf("a %q line with fields of a %s line", l.Kind, joinOthers(set, want))
-		}
-		return fmt.Errorf("a %q line with the fields of a %s line", l.Kind, set[0])
+	if !ok || n != 1 || first != want {
+		return l.partsProblem(ok, want)
 	}
 	if l.Kind != KindHeader && l.Kind != KindCatalog && l.Order == 0 {
 		return fmt.Errorf("a %q line without an order", l.Kind)
 	}
 	return nil
+}
+
+// partsProblem says what is wrong with a line's parts.
+func (l *Line) partsProblem(ok bool, want string) error {
+	var set []string
+	for _, p := range []struct {
+		set  bool
+		what string
+	}{{l.Header != nil, KindHeader}, {l.Catalog != nil, KindCatalog}, {l.Change != nil, "deploy or undeploy"},
+		{l.Load != nil, KindLoad}, {l.Decision != nil, KindDecision}, {l.Move != nil, "start or release"}, {l.Dropped != nil, KindDropped}} {
+		if p.set {
+			set = append(set, p.what)
+		}
+	}
+	if len(set) == 0 {
+		return fmt.Errorf("a %q line without its fields", l.Kind)
+	}
+	if ok || (len(set) == 1 && set[0] == want) {
+		return fmt.Errorf("a %q line with fields of a %s line", l.Kind, joinOthers(set, want))
+	}
+	return fmt.Errorf("a %q line with the fields of a %s line", l.Kind, set[0])
 }
 
 func joinOthers(set []string, want string) string {

@@ -16,27 +16,32 @@ import (
 
 // interner keeps one copy of the short strings that repeat on every
 // line (kinds, answers, tenants, routes), so decoding them allocates
-// nothing after the first time.
-type interner map[string]string
+// nothing after the first time: a direct-mapped cache on a hash of the
+// bytes, which a string that does not repeat just passes through.
+type interner struct {
+	slots [1024]string
+}
 
-const maxInterned = 4096
-
-func (in interner) get(b []byte) string {
-	if s, ok := in[string(b)]; ok {
-		return s
+func (in *interner) get(b []byte) string {
+	if in == nil || len(b) > 64 {
+		return string(b)
 	}
-	s := string(b)
-	if in != nil && len(in) < maxInterned && len(b) <= 64 {
-		in[s] = s
+	h := uint32(2166136261)
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
 	}
-	return s
+	slot := &in.slots[h&uint32(len(in.slots)-1)]
+	if *slot != string(b) {
+		*slot = string(b)
+	}
+	return *slot
 }
 
 type fastDecoder struct {
 	data []byte
 	i    int
 	ok   bool
-	in   interner
+	in   *interner
 }
 
 func (d *fastDecoder) fail() { d.ok = false }
@@ -528,7 +533,7 @@ func (l *Line) dropped() *Dropped {
 
 // decodeFast decodes data into l (reset first) and reports whether it
 // could; when it could not, l is to be decoded again.
-func decodeFast(data []byte, l *Line, in interner) bool {
+func decodeFast(data []byte, l *Line, in *interner) bool {
 	*l = Line{}
 	d := fastDecoder{data: data, ok: true, in: in}
 	d.line(l)

@@ -51,7 +51,7 @@ func TestTheFastDecoderBuildsWhatEncodingJSONBuilds(t *testing.T) {
 	)
 	for _, s := range lines {
 		var fast, ref Line
-		require.True(t, decodeFast([]byte(s), &fast, interner{}), "the fast decoder gave up on %s", s)
+		require.True(t, decodeFast([]byte(s), &fast, new(interner)), "the fast decoder gave up on %s", s)
 		require.NoError(t, jsonDecode([]byte(s), &ref), s)
 		assert.Equal(t, ref, fast, s)
 	}
@@ -75,7 +75,7 @@ func TestTheFastDecoderGivesUpOnWhatItDoesNotKnow(t *testing.T) {
 		`{"k":"load","order":2,"cpu_pressure":NaN}`,
 	} {
 		var l Line
-		assert.False(t, decodeFast([]byte(s), &l, interner{}), s)
+		assert.False(t, decodeFast([]byte(s), &l, new(interner)), s)
 	}
 	// Both decoders agree on the ones encoding/json accepts.
 	for _, s := range []string{`{"K":"release","order":2,"of":1,"elapsed_ns":5}`, `{"k":"rel\u0065ase","order":2,"of":1,"elapsed_ns":5}`} {

@@ -2,7 +2,6 @@ package trace
 
 import (
 	"bufio"
-	"container/heap"
 	"errors"
 	"fmt"
 	"io"
@@ -80,7 +79,7 @@ type Reader struct {
 	ring     [KeptSamples]uint64
 	ringNext int
 	ringLen  int
-	strings  interner
+	strings  *interner
 	err      error
 }
 
@@ -100,23 +99,76 @@ type pendingLine struct {
 	seq  uint64
 }
 
-type lineHeap []pendingLine
-
-func (h lineHeap) Len() int { return len(h) }
-func (h lineHeap) Less(i, j int) bool {
-	if h[i].line.Order != h[j].line.Order {
-		return h[i].line.Order < h[j].line.Order
-	}
-	return h[i].seq < h[j].seq
+// lineHeap is a min-heap on (Order, read sequence) of small entries
+// without pointers; the lines themselves wait in a slab.
+type lineHeap struct {
+	entries []heapEntry
+	slab    []pendingLine
+	free    []int32
 }
-func (h lineHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *lineHeap) Push(x any)   { *h = append(*h, x.(pendingLine)) }
-func (h *lineHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	old[len(old)-1] = pendingLine{}
-	*h = old[:len(old)-1]
-	return x
+
+type heapEntry struct {
+	order, seq uint64
+	slot       int32
+}
+
+func (a heapEntry) less(b heapEntry) bool {
+	return a.order < b.order || (a.order == b.order && a.seq < b.seq)
+}
+
+func (h *lineHeap) len() int { return len(h.entries) }
+
+func (h *lineHeap) push(p pendingLine) {
+	var slot int32
+	if n := len(h.free); n > 0 {
+		slot = h.free[n-1]
+		h.free = h.free[:n-1]
+		h.slab[slot] = p
+	} else {
+		slot = int32(len(h.slab))
+		h.slab = append(h.slab, p)
+	}
+	e := heapEntry{order: p.line.Order, seq: p.seq, slot: slot}
+	i := len(h.entries)
+	h.entries = append(h.entries, e)
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !e.less(h.entries[parent]) {
+			break
+		}
+		h.entries[i] = h.entries[parent]
+		i = parent
+	}
+	h.entries[i] = e
+}
+
+func (h *lineHeap) pop() pendingLine {
+	top := h.entries[0]
+	n := len(h.entries) - 1
+	last := h.entries[n]
+	h.entries = h.entries[:n]
+	if n > 0 {
+		i := 0
+		for {
+			c := 2*i + 1
+			if c >= n {
+				break
+			}
+			if c+1 < n && h.entries[c+1].less(h.entries[c]) {
+				c++
+			}
+			if !h.entries[c].less(last) {
+				break
+			}
+			h.entries[i] = h.entries[c]
+			i = c
+		}
+		h.entries[i] = last
+	}
+	p := h.slab[top.slot]
+	h.slab[top.slot] = pendingLine{}
+	h.free = append(h.free, top.slot)
+	return p
 }
 
 // Open reads the header of every file, checks that they belong to one
@@ -129,7 +181,9 @@ func Open(paths []string, window int) (*Reader, error) {
 	if window <= 0 {
 		window = DefaultWindow
 	}
-	r := &Reader{window: window, samples: make(map[uint64]Load), strings: interner{}}
+	r := &Reader{window: window, samples: make(map[uint64]Load), strings: new(interner)}
+	r.pending.entries = make([]heapEntry, 0, min(window+1, 4096))
+	r.pending.slab = make([]pendingLine, 0, min(window+1, 4096))
 	for _, p := range paths {
 		s := &source{path: p}
 		h, err := s.open()
@@ -291,7 +345,7 @@ func (r *Reader) Next() (Line, error) {
 	if r.err != nil {
 		return Line{}, r.err
 	}
-	for len(r.pending) <= r.window {
+	for r.pending.len() <= r.window {
 		ok, err := r.readOne()
 		if err != nil {
 			r.err = err
@@ -302,11 +356,11 @@ func (r *Reader) Next() (Line, error) {
 			break
 		}
 	}
-	if len(r.pending) == 0 {
+	if r.pending.len() == 0 {
 		r.err = io.EOF
 		return Line{}, io.EOF
 	}
-	p := heap.Pop(&r.pending).(pendingLine)
+	p := r.pending.pop()
 	if r.anyOut && p.line.Order < r.emitted {
 		r.stats.Late++
 	} else {
@@ -354,7 +408,7 @@ func (r *Reader) readOne() (bool, error) {
 			r.stats.DroppedMarks++
 		}
 		r.seq++
-		heap.Push(&r.pending, pendingLine{line: l, pos: Position{File: s.path, Line: s.line}, seq: r.seq})
+		r.pending.push(pendingLine{line: l, pos: Position{File: s.path, Line: s.line}, seq: r.seq})
 		return true, nil
 	}
 	return false, nil
