@@ -6,6 +6,7 @@
 //	admissionctl validate policy FILE
 //	admissionctl validate catalog FILE [--policy FILE]
 //	admissionctl replay [--check] FILE...
+//	admissionctl shadow -policy FILE [-catalog FILE] [-report FILE.html] TRACE...
 //	admissionctl load [-proc DIR] [-cgroup DIR]
 //	admissionctl node push|deploy|undeploy|usage|snapshot [flags] ARGS (a running latentd)
 //

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"latent.dev/admission/catalog"
+	"latent.dev/admission/internal/shadow"
+	"latent.dev/admission/internal/strictjson"
+	"latent.dev/admission/internal/trace"
+	"latent.dev/admission/policy"
+)
+
+func init() {
+	commands["shadow"] = runShadow
+}
+
+const shadowUsage = "usage: admissionctl shadow -policy NEW.json [-catalog CATALOG.json] [-report FILE.html] TRACE..."
+
+// shadowArgs are the flags and files of `admissionctl shadow`.
+type shadowArgs struct {
+	policy, catalog, report string
+	files                   []string
+}
+
+// parseShadowArgs accepts -flag VALUE, --flag VALUE and -flag=VALUE in
+// any order among the trace files.
+func parseShadowArgs(args []string) (shadowArgs, error) {
+	var a shadowArgs
+	seen := map[string]bool{}
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if len(arg) < 2 || arg[0] != '-' {
+			a.files = append(a.files, arg)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(arg, "-"), "-"), "=")
+		var dst *string
+		switch name {
+		case "policy":
+			dst = &a.policy
+		case "catalog":
+			dst = &a.catalog
+		case "report":
+			dst = &a.report
+		default:
+			return a, fmt.Errorf("unknown flag %s", strictjson.Printable(arg))
+		}
+		if seen[name] {
+			return a, fmt.Errorf("-%s given twice", name)
+		}
+		seen[name] = true
+		if !hasValue {
+			if i+1 >= len(args) {
+				return a, fmt.Errorf("-%s needs a value", name)
+			}
+			i++
+			value = args[i]
+		}
+		if value == "" {
+			return a, fmt.Errorf("-%s needs a value", name)
+		}
+		*dst = value
+	}
+	switch {
+	case a.policy == "":
+		return a, errors.New("no -policy")
+	case len(a.files) == 0:
+		return a, errors.New("no TRACE file")
+	}
+	return a, nil
+}
+
+// runShadow replays trace files under a candidate policy and prints what
+// would change: the refusals per tenant and reason, the first changed
+// decisions and a summary line; -report writes the HTML page too.
+func runShadow(args []string, stdout, stderr io.Writer) int {
+	a, err := parseShadowArgs(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "admissionctl shadow: %v\n%s\n", err, shadowUsage)
+		return exitMisuse
+	}
+	data, err := readInput(a.policy)
+	if err != nil {
+		printUnreadable(stderr, a.policy, err)
+		return exitUnreadable
+	}
+	cand, err := policy.DecodePolicy(data)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: the candidate policy is not valid:\n", strictjson.Printable(a.policy))
+		printProblems(stderr, err)
+		return exitProblems
+	}
+	cfg := shadow.Config{Policy: cand, Files: a.files}
+	if a.catalog != "" {
+		data, err := readInput(a.catalog)
+		if err != nil {
+			printUnreadable(stderr, a.catalog, err)
+			return exitUnreadable
+		}
+		f, err := catalog.ValidateFile(data, cand)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: the catalog is not valid:\n", strictjson.Printable(a.catalog))
+			printProblems(stderr, err)
+			return exitProblems
+		}
+		cfg.Catalog = &f
+	}
+	res, err := shadow.Replay(cfg)
+	if err != nil {
+		var le *trace.LineError
+		var pe *fs.PathError
+		switch {
+		case errors.As(err, &le):
+			fmt.Fprintf(stderr, "%s:%d: %s\n", strictjson.Printable(le.File), le.Line, strictjson.Printable(le.Err.Error()))
+			return exitProblems
+		case errors.As(err, &pe):
+			printUnreadable(stderr, pe.Path, err)
+			return exitUnreadable
+		}
+		fmt.Fprintf(stderr, "admissionctl shadow: %s\n", strictjson.Printable(err.Error()))
+		return exitProblems
+	}
+	printShadow(stdout, res)
+	if a.report != "" {
+		if err := writeShadowReport(a.report, res); err != nil {
+			fmt.Fprintf(stderr, "admissionctl shadow: the report: %s\n", strictjson.Printable(err.Error()))
+			return exitProblems
+		}
+	}
+	return exitOK
+}
+
+func writeShadowReport(path string, res *shadow.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := shadow.WriteReport(f, res); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// printShadow prints the refusal table, the changed decisions and the
+// summary line.
+func printShadow(w io.Writer, res *shadow.Result) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "tenant\treason\trecorded\tcandidate")
+	for _, r := range res.Refusals {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", strictjson.Printable(r.Tenant), strictjson.Printable(r.Reason), r.Recorded, r.Candidate)
+	}
+	tw.Flush()
+	if len(res.Changes) > 0 {
+		fmt.Fprintf(w, "\nchanged decisions (the first %d of %d):\n", len(res.Changes), res.Changed)
+		for _, c := range res.Changes {
+			fmt.Fprintf(w, "%s order %d %s/%s/%s activation %s: recorded %s, candidate %s\n",
+				c.Time.UTC().Format(shadow.TimeFormat), c.Order, strictjson.Printable(c.Tenant), strictjson.Printable(c.Service),
+				strictjson.Printable(c.Route), strictjson.Printable(c.ActivationID),
+				strictjson.Printable(c.Recorded.String()), strictjson.Printable(c.Candidate.String()))
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, strictjson.Printable(res.Summary()))
+}
