@@ -118,6 +118,8 @@ func (g *fakeGuests) plan(guest *runner.Guest) synthetic.Behavior {
 		return synthetic.Behavior{Exit: runner.ExitPlatformFailure}
 	case "hold":
 		return synthetic.Behavior{Hold: g.hold, Started: func() { g.started <- struct{}{} }}
+	case "brief":
+		return synthetic.Behavior{Duration: 2 * time.Millisecond}
 	}
 	return synthetic.Behavior{Output: append([]byte("echo:"), guest.Input...)}
 }
