@@ -293,6 +293,7 @@ type recHold struct {
 }
 
 type replay struct {
+	req      core.AdmissionRequest // the request being decided, reused
 	cfg      Config
 	rd       *trace.Reader
 	pass     *pass // the first pass, once a hold is estimated
@@ -720,7 +721,8 @@ func (r *replay) candidate(l *trace.Line, recorded Answer) (Answer, *core.Admiss
 	if err != nil {
 		return edge(answerNotAvailable), nil
 	}
-	req := core.AdmissionRequest{
+	req := &r.req
+	*req = core.AdmissionRequest{
 		ActivationID:    d.ActivationID,
 		Principal:       core.Principal{Kind: kind, Subject: pr.Subject, Tenant: pr.Tenant, Service: pr.Service},
 		Revision:        *rev,
@@ -737,7 +739,7 @@ func (r *replay) candidate(l *trace.Line, recorded Answer) (Answer, *core.Admiss
 	}
 	r.clock.set(time.Unix(0, r.start+l.T), d.Since)
 	r.prepareLoad(d)
-	p, err := r.controller(pin).Admit(&req)
+	p, err := r.controller(pin).Admit(req)
 	if err != nil {
 		var ce core.Error
 		if errors.As(err, &ce) {

@@ -75,7 +75,7 @@ func (l *Line) check() error {
 	if !ok || n != 1 || first != want {
 		return l.partsProblem(ok, want)
 	}
-	if l.Kind != KindHeader && l.Kind != KindCatalog && l.Order == 0 {
+	if l.Kind != KindHeader && l.Order == 0 {
 		return fmt.Errorf("a %q line without an order", l.Kind)
 	}
 	return nil

@@ -3,6 +3,8 @@ package trace
 import (
 	"encoding/base64"
 	"strconv"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // The fast decoder. encoding/json's reflection costs several
@@ -22,15 +24,15 @@ type interner struct {
 	slots [1024]string
 }
 
+// maxInterned is the longest string interned: generated identifiers
+// (revision and release IDs, 68 bytes) repeat on every line of a route.
+const maxInterned = 96
+
 func (in *interner) get(b []byte) string {
-	if in == nil || len(b) > 64 {
+	if in == nil || len(b) > maxInterned {
 		return string(b)
 	}
-	h := uint32(2166136261)
-	for _, c := range b {
-		h = (h ^ uint32(c)) * 16777619
-	}
-	slot := &in.slots[h&uint32(len(in.slots)-1)]
+	slot := &in.slots[xxhash.Sum64(b)&uint64(len(in.slots)-1)]
 	if *slot != string(b) {
 		*slot = string(b)
 	}
@@ -75,21 +77,25 @@ func (d *fastDecoder) rawString() []byte {
 		return nil
 	}
 	start := d.i
-	for d.i < len(d.data) {
-		c := d.data[d.i]
-		switch {
-		case c == '"':
-			d.i++
-			return d.data[start : d.i-1]
-		case c == '\\' || c < 0x20 || c >= 0x80:
-			d.fail()
-			return nil
-		}
+	for d.i < len(d.data) && plainByte[d.data[d.i]] {
 		d.i++
 	}
-	d.fail()
-	return nil
+	if d.i == len(d.data) || d.data[d.i] != '"' {
+		d.fail() // an escape, a control or non-ASCII byte, or the end
+		return nil
+	}
+	d.i++
+	return d.data[start : d.i-1]
 }
+
+// plainByte is true for the bytes a string may hold as they are: printable
+// ASCII but the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func (d *fastDecoder) str() string {
 	b := d.rawString()
@@ -290,7 +296,8 @@ func (d *fastDecoder) object(field func(key []byte)) {
 	}
 }
 
-func (d *fastDecoder) line(l *Line) {
+func (d *fastDecoder) line(line *Line) {
+	l := &decodingLine{Line: line}
 	d.object(func(key []byte) {
 		switch string(key) {
 		case "k":
@@ -343,7 +350,7 @@ func (d *fastDecoder) line(l *Line) {
 				return
 			}
 			if dec.Principal == nil {
-				dec.Principal = new(Principal)
+				dec.Principal = &l.block.principal
 			}
 			d.principal(dec.Principal)
 		case "target":
@@ -357,7 +364,7 @@ func (d *fastDecoder) line(l *Line) {
 				return
 			}
 			if dec.Revision == nil {
-				dec.Revision = new(Revision)
+				dec.Revision = &l.block.revision
 			}
 			d.revision(dec.Revision)
 		case "pin_generation":
@@ -510,9 +517,24 @@ func (l *Line) load() *Load {
 	return l.Load
 }
 
-func (l *Line) decision() *Decision {
+// decisionBlock is a decision line's parts in one allocation.
+type decisionBlock struct {
+	decision  Decision
+	principal Principal
+	revision  Revision
+}
+
+// decodingLine is a Line being decoded: the line, and the block its
+// decision's parts are taken from, allocated when the line is one.
+type decodingLine struct {
+	*Line
+	block *decisionBlock
+}
+
+func (l *decodingLine) decision() *Decision {
 	if l.Decision == nil {
-		l.Decision = new(Decision)
+		l.block = new(decisionBlock)
+		l.Decision = &l.block.decision
 	}
 	return l.Decision
 }

@@ -80,6 +80,7 @@ type Reader struct {
 	ringNext int
 	ringLen  int
 	strings  *interner
+	scratch  Line // the line being decoded
 	err      error
 }
 
@@ -141,6 +142,9 @@ func (h *lineHeap) push(p pendingLine) {
 	}
 	h.entries[i] = e
 }
+
+// minOrder is the smallest Order in the heap, which must not be empty.
+func (h *lineHeap) minOrder() uint64 { return h.entries[0].order }
 
 func (h *lineHeap) pop() pendingLine {
 	top := h.entries[0]
@@ -345,7 +349,11 @@ func (r *Reader) Next() (Line, error) {
 	if r.err != nil {
 		return Line{}, r.err
 	}
-	for r.pending.len() <= r.window {
+	// The line that follows the last one handed out is handed out as soon
+	// as it is in the window: orders are dense (each is drawn for one
+	// line), so only a gap (a dropped line, a transaction that wrote
+	// nothing) makes the reader fill the whole window before it moves on.
+	for r.pending.len() <= r.window && (r.pending.len() == 0 || r.pending.minOrder() != r.emitted+1) {
 		ok, err := r.readOne()
 		if err != nil {
 			r.err = err
@@ -390,8 +398,9 @@ func (r *Reader) readOne() (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		var l Line
-		if err := decodeLine(data, &l, r.strings); err != nil {
+		l := &r.scratch
+		*l = Line{}
+		if err := decodeLine(data, l, r.strings); err != nil {
 			return false, &LineError{File: s.path, Line: s.line, Err: err}
 		}
 		switch l.Kind {
@@ -408,7 +417,7 @@ func (r *Reader) readOne() (bool, error) {
 			r.stats.DroppedMarks++
 		}
 		r.seq++
-		r.pending.push(pendingLine{line: l, pos: Position{File: s.path, Line: s.line}, seq: r.seq})
+		r.pending.push(pendingLine{line: *l, pos: Position{File: s.path, Line: s.line}, seq: r.seq})
 		return true, nil
 	}
 	return false, nil

@@ -60,7 +60,7 @@ func NewRecorder(p *policy.NodeAdmissionPolicy, catalogJSON []byte) (*Recorder, 
 	if r.Catalog, err = catalog.FromFile(f); err != nil {
 		return nil, err
 	}
-	r.Lines = append(r.Lines, trace.Line{Kind: trace.KindCatalog,
+	r.Lines = append(r.Lines, trace.Line{Kind: trace.KindCatalog, Order: r.Provider.NextOrder(),
 		Catalog: &trace.Catalog{Generation: r.Catalog.Generation(), File: catalogJSON}})
 	return r, nil
 }
