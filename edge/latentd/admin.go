@@ -159,13 +159,14 @@ func (n *Node) deployLocked(ctx context.Context, d catalog.Deployment, prepared 
 		return 0, err
 	}
 	previous.Discard()
-	n.publishViewLocked()
 	if n.rec != nil {
+		// The line's order is drawn before the view is published, so
+		// every decision made on the new generation comes after it.
 		if err := n.rec.deployed(gen, d); err != nil {
-			// The deploy took effect; only its line is missing.
-			n.cfg.Logger.Error("latentd: record: encoding a deployment failed", "tenant", d.Tenant, "service", d.Service, "err", err)
+			n.cfg.Logger.Error("latentd: record: encoding a deployment failed; the trace marks a dropped line", "tenant", d.Tenant, "service", d.Service, "err", err)
 		}
 	}
+	n.publishViewLocked()
 	return gen, nil
 }
 
@@ -185,10 +186,10 @@ func (n *Node) deleteDeployment(w http.ResponseWriter, r *http.Request) {
 	tenant, service := r.PathValue("tenant"), r.PathValue("service")
 	gen, err := n.catalog.Delete(tenant, service)
 	if err == nil {
-		n.publishViewLocked()
 		if n.rec != nil {
-			n.rec.undeployed(gen, tenant, service)
+			n.rec.undeployed(gen, tenant, service) // before the view: see deployLocked
 		}
+		n.publishViewLocked()
 		// Guests running, or admitted and holding their release, keep
 		// their module until they stop.
 		n.cfg.Guests.Undeploy(tenant, service)

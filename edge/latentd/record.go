@@ -23,9 +23,12 @@ import (
 // order (the recording provider's ledger order, each line's Order):
 //
 //   - deploy and undeploy lines, for every deploy and delete that took
-//     effect (Order drawn after the change, under adminMu);
+//     effect (Order drawn after the catalog changed and before the new
+//     view is published, under adminMu, so that every decision on the
+//     new generation has a later order);
 //   - load lines, for every load sample the node accepted (Order drawn
-//     after the publish);
+//     before the publish, so that a decision that judged the sample comes
+//     after it);
 //   - decision lines, one per admission decision: stage "edge" for what
 //     latentd answered before asking admission (an unknown or missing
 //     token, an administrator's or another tenant's invocation, a
@@ -103,10 +106,13 @@ func (r *recorder) catalog(c *catalog.Catalog, pin *catalog.Pin) error {
 	return nil
 }
 
-// deployed writes a deploy line for d, deployed at gen.
+// deployed writes a deploy line for d, deployed at gen. A deployment
+// that does not encode (never one that passed validation) writes a
+// dropped line instead, so the trace says it cannot be replayed exactly.
 func (r *recorder) deployed(gen uint64, d catalog.Deployment) error {
 	data, err := catalog.EncodeDeployment(d)
 	if err != nil {
+		r.w.Add(trace.Line{Kind: trace.KindDropped, Order: r.provider.NextOrder(), T: r.now(), Dropped: &trace.Dropped{Lines: 1}})
 		return err
 	}
 	r.w.Add(trace.Line{Kind: trace.KindDeploy, Order: r.provider.NextOrder(), T: r.now(),
@@ -120,13 +126,13 @@ func (r *recorder) undeployed(gen uint64, tenant, service string) {
 		Change: &trace.Change{Generation: gen, Tenant: tenant, Service: service}})
 }
 
-// loaded writes a load line for an accepted sample.
-func (r *recorder) loaded(s *core.LoadSample) {
+// loaded writes a load line for an accepted sample, at order.
+func (r *recorder) loaded(s *core.LoadSample, order uint64) {
 	q := make([]int64, len(s.QueueDelay))
 	for i, d := range s.QueueDelay {
 		q[i] = int64(d)
 	}
-	r.w.Add(trace.Line{Kind: trace.KindLoad, Order: r.provider.NextOrder(), T: r.now(), Load: &trace.Load{
+	r.w.Add(trace.Line{Kind: trace.KindLoad, Order: order, T: r.now(), Load: &trace.Load{
 		Sequence: s.Sequence, ObservedT: int64(s.ObservedAt.Sub(r.start)),
 		CPUPressure: s.CPUPressure, MemoryPressure: s.MemoryPressure, QueueDelayNS: q,
 	}})
@@ -139,11 +145,16 @@ type recordingTarget struct {
 	rec   *recorder
 }
 
+// Publish draws the sample's order before it publishes, so that every
+// decision that judges the sample has a later order than its line, and a
+// reader that hands lines out in order has read the sample before any
+// decision that names it. A refused sample leaves its order unused.
 func (t recordingTarget) Publish(s core.LoadSample) error {
+	order := t.rec.provider.NextOrder()
 	if err := t.state.Publish(s); err != nil {
 		return err
 	}
-	t.rec.loaded(&s)
+	t.rec.loaded(&s, order)
 	return nil
 }
 

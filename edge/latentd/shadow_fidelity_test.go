@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,4 +208,60 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestShadowReplaysDeploysDuringARecordingExactly deploys, deletes and
+// redeploys a service while invocations of it run, and replays the
+// trace under the same policy: a decision made on a new generation must
+// find that generation's catalog, so no decision changes.
+func TestShadowReplaysDeploysDuringARecordingExactly(t *testing.T) {
+	tracePath := filepath.Join(t.TempDir(), "trace.jsonl")
+	tn := startNode(t, nodeOptions{mutate: func(c *Config) { c.RecordPath = tracePath }})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var sent atomic.Int64
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r := send(t, tn.client, tn.url, http.MethodPost, "/v1/invoke/acme/fresh/run", aliceToken, []byte("x"),
+					HeaderActivationID, fmt.Sprintf("d-%d-%d", w, i), HeaderMemoryBytes, "1048576")
+				// A request whose deployment changed between resolving
+				// and holding its release is told to retry: not a
+				// decision, so it has no line.
+				if !strings.Contains(string(r.body), "the deployment changed while the request was resolved") {
+					sent.Add(1)
+				}
+			}
+		}()
+	}
+	for round := range 6 {
+		put := tn.do(http.MethodPut, "/v1/admin/deployments/acme/fresh", adminToken,
+			versionedDeployment("acme", "fresh", demoDigest, fmt.Sprintf("1.0.%d", round), 1000+round))
+		require.Equal(t, http.StatusOK, put.status, "%s", put.body)
+		time.Sleep(20 * time.Millisecond)
+		if round%2 == 1 {
+			del := tn.do(http.MethodDelete, "/v1/admin/deployments/acme/fresh", adminToken, nil)
+			require.Equal(t, http.StatusOK, del.status, "%s", del.body)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	tn.waitIdle()
+	tn.shutdown()
+
+	res, err := shadow.Replay(shadow.Config{Policy: testPolicy(t), Files: []string{tracePath}})
+	require.NoError(t, err)
+	t.Log(res.Summary())
+	assert.True(t, res.Exact, "inexact: %v", res.Inexact)
+	assert.Equal(t, uint64(sent.Load()), res.Decisions)
+	assert.NotZero(t, res.RecordedAdmitted)
+	assert.Zero(t, res.Changed, "changed decisions under the same policy: %+v", res.Changes)
 }

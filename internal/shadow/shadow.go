@@ -327,8 +327,8 @@ type replay struct {
 	sampling               bool
 	nextSample, sampleStep int64
 
-	missingSamples, oldPins uint64
-	catalogSeen, noCatalog  bool
+	missingSamples, oldPins, futurePins uint64
+	catalogSeen, noCatalog              bool
 }
 
 func newReplay(cfg Config, provider *core.LocalQuotaProvider, rd *trace.Reader) *replay {
@@ -529,8 +529,10 @@ func (r *replay) addPin(gen uint64) {
 }
 
 // pinFor is the pin of recorded generation gen, or the latest at or
-// below it; gen 0 (no resolution recorded) is the latest.
-func (r *replay) pinFor(gen uint64) *catalog.Pin {
+// below it; gen 0 (no resolution recorded) is the latest. With count, a
+// generation older than those kept, or newer than the last change the
+// replay has applied, is counted against exactness.
+func (r *replay) pinFor(gen uint64, count bool) *catalog.Pin {
 	if len(r.pins) == 0 {
 		if !r.override && !r.catalogSeen {
 			r.noCatalog = true
@@ -541,8 +543,15 @@ func (r *replay) pinFor(gen uint64) *catalog.Pin {
 		return r.pins[len(r.pins)-1].pin
 	}
 	i := sort.Search(len(r.pins), func(i int) bool { return r.pins[i].gen > gen })
+	if count && i == len(r.pins) && gen > r.pins[i-1].gen && r.catalogSeen {
+		// A generation whose deploy or delete line has not come yet:
+		// resolved in the latest, which may not be what the node saw.
+		r.futurePins++
+	}
 	if i == 0 {
-		r.oldPins++
+		if count {
+			r.oldPins++
+		}
 		return r.pins[0].pin
 	}
 	return r.pins[i-1].pin
@@ -713,7 +722,7 @@ func (r *replay) candidate(l *trace.Line, recorded Answer) (Answer, *core.Admiss
 	if _, ok := r.compiled.AuthorizedPrincipal(pr.Tenant, kind, pr.Subject); !ok || (kind == policy.ServicePrincipal && pr.Service == "") {
 		return edge(answerNotAuthorized), nil
 	}
-	pin := r.pinFor(d.Generation)
+	pin := r.pinFor(d.Generation, true)
 	if pin == nil {
 		return edge(answerNotAvailable), nil
 	}
@@ -764,7 +773,7 @@ func (r *replay) holdRecorded(l *trace.Line, p *core.AdmissionPermit) {
 		if q, ok := r.compiled.QueueClassFor(d.Priority); ok {
 			h.queue = int(q)
 		}
-		if pin := r.pinFor(d.Generation); pin != nil {
+		if pin := r.pinFor(d.Generation, false); pin != nil {
 			if rev, _, err := pin.Resolve(catalog.Target{Tenant: d.Target.Tenant, Service: d.Target.Service, Route: d.Target.Route}, d.RoutingKey); err == nil {
 				if rp, ok := pin.RevisionPolicy(rev); ok {
 					h.trust = r.index(r.trustIx, rp.TrustClass)
@@ -859,6 +868,9 @@ func (r *replay) result() *Result {
 	}
 	if r.missingSamples > 0 {
 		res.Inexact = append(res.Inexact, fmt.Sprintf("%d decisions judged a load sample the trace did not hold", r.missingSamples))
+	}
+	if r.futurePins > 0 {
+		res.Inexact = append(res.Inexact, fmt.Sprintf("%d decisions resolved in a catalog generation whose change came later in the trace", r.futurePins))
 	}
 	if r.oldPins > 0 {
 		res.Inexact = append(res.Inexact, fmt.Sprintf("%d decisions resolved in a catalog generation older than the %d kept", r.oldPins, KeptPins))

@@ -256,3 +256,26 @@ func json2catalog(s string) (catalog.File, error) { return catalog.DecodeCatalog
 // filepathTemp is a directory for the benchmark's trace, removed when the
 // test binary's TestMain would; the OS's temporary directory otherwise.
 func filepathTemp() (string, error) { return os.MkdirTemp("", "shadow-bench-") }
+
+func TestADecisionOnAGenerationNotYetChangedMakesTheReplayInexact(t *testing.T) {
+	p := loadPolicy(t)
+	rec, err := shadowtest.NewRecorder(p, catalogJSON(t))
+	require.NoError(t, err)
+	require.NoError(t, shadowtest.Workload{Decisions: 50, SampleEvery: 10, Seed: 4}.Run(rec))
+	var last *trace.Decision
+	for i := range rec.Lines {
+		if rec.Lines[i].Decision != nil {
+			last = rec.Lines[i].Decision
+		}
+	}
+	require.NotNil(t, last)
+	future := *last
+	future.Generation += 5
+	rec.Lines = append(rec.Lines, trace.Line{Kind: trace.KindDecision, Order: rec.Provider.NextOrder(), T: 1, Decision: &future})
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	require.NoError(t, rec.Write(path))
+	res, err := Replay(Config{Policy: p, Files: []string{path}})
+	require.NoError(t, err)
+	assert.False(t, res.Exact)
+	assert.Equal(t, []string{"1 decisions resolved in a catalog generation whose change came later in the trace"}, res.Inexact)
+}
