@@ -256,3 +256,41 @@ func itoa(i int) string {
 	}
 	return itoa(i/10) + digits[i%10:i%10+1]
 }
+
+// TestRecordingJournalsAReclaim: a permit dropped without a release is
+// reclaimed by the collector, and the journal is told, with its order.
+func TestRecordingJournalsAReclaim(t *testing.T) {
+	f, journal := newRecordingFixture(t, nil)
+	var rec DecisionRecord
+	func() {
+		p, err := f.ctl.AdmitRecorded(request("dropped"), &rec)
+		require.NoError(t, err)
+		require.True(t, p.Live())
+	}()
+	require.True(t, collectUntil(400, func() bool { return f.provider.Metrics().Leaked == 1 }), "not reclaimed")
+	require.Eventually(t, func() bool { return len(journal.all()) == 1 }, 10*time.Second, time.Millisecond)
+	m := journal.all()[0]
+	assert.Equal(t, MoveReclaimed, m.Kind)
+	assert.Equal(t, rec.Order, m.Admission)
+	assert.Greater(t, m.Order, rec.Order)
+	f.isZero(t)
+}
+
+// TestRecordingOnTheSystemClockRecordsItsReading: a controller on the
+// system clock derives no reading from its base for a recorded decision,
+// so the record holds the reading the decision used.
+func TestRecordingOnTheSystemClockRecordsItsReading(t *testing.T) {
+	f, _ := newRecordingFixture(t, nil)
+	load := NewNodeLoadState(time.Minute, nil)
+	ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: load})
+	require.NoError(t, load.Publish(LoadSample{Sequence: 9, ObservedAt: time.Now(), CPUPressure: 0.1, MemoryPressure: 0.1}))
+	before := time.Now()
+	var rec DecisionRecord
+	p, err := ctl.AdmitRecorded(request("system"), &rec)
+	after := time.Now()
+	require.NoError(t, err)
+	defer p.Release()
+	require.False(t, rec.First.IsZero(), "no reading recorded")
+	assert.False(t, rec.First.Before(before) || rec.First.After(after), "reading %v outside [%v, %v]", rec.First, before, after)
+	assert.Equal(t, 1, rec.Reads)
+}
