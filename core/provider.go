@@ -25,10 +25,9 @@ type LocalQuotaProvider struct {
 	ledger    *atomicledger.Ledger
 	metrics   *metrics
 	young     *youngPermits // permits issued since the last sweep, by ledger slot
-	// recording: built by NewRecordingProvider; journal is told of its
-	// ledger's moves (record.go).
-	recording bool
-	journal   Journal
+	// journal, on a provider built by NewRecordingProvider, is told of
+	// its ledger's moves (record.go).
+	journal Journal
 }
 
 // NewLocalQuotaProvider validates and compiles p, then allocates the

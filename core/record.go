@@ -100,7 +100,7 @@ func NewRecordingProvider(p *policy.NodeAdmissionPolicy, journal Journal) (*Loca
 		journal = nil
 	}
 	pr := newProviderOn(compiled, atomicledger.NewSequenced(compiled))
-	pr.journal, pr.recording = journal, true
+	pr.journal = journal
 	return pr, nil
 }
 
@@ -109,9 +109,6 @@ func NewRecordingProvider(p *policy.NodeAdmissionPolicy, journal Journal) (*Loca
 // made before asking admission, a load sample, a catalog change. It is 0
 // on a provider that does not record.
 func (p *LocalQuotaProvider) NextOrder() uint64 { return p.ledger.NextOrder() }
-
-// Recording reports whether p was built by [NewRecordingProvider].
-func (p *LocalQuotaProvider) Recording() bool { return p.recording }
 
 // AdmitRecorded is [AdmissionController.Admit], and fills rec with what
 // the decision depended on besides req. On a recording provider it takes

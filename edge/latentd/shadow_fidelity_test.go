@@ -30,7 +30,7 @@ import (
 func TestShadowReplaysARecordedSoakExactly(t *testing.T) {
 	dir := t.TempDir()
 	proc := filepath.Join(dir, "proc")
-	copyDir(t, filepath.Join("testdata", "load", "calm", "proc"), proc)
+	require.NoError(t, os.CopyFS(proc, os.DirFS(filepath.Join("testdata", "load", "calm", "proc"))))
 	// Without PSI the memory reading is 1 - MemAvailable/MemTotal, which
 	// the test sets.
 	require.NoError(t, os.RemoveAll(filepath.Join(proc, "pressure")))
@@ -60,10 +60,10 @@ func TestShadowReplaysARecordedSoakExactly(t *testing.T) {
 				append([]string{HeaderActivationID, fmt.Sprintf("hold-%d", i)}, tiny...)...))
 		}()
 	}
-	waitFor(t, "acme's four holds admitted", func() bool {
+	require.Eventually(t, func() bool {
 		s, _ := tn.node.Provider().TenantSnapshot("acme")
 		return s.Live == 4
-	})
+	}, patience, 5*time.Millisecond, "acme's four holds admitted")
 	for i := range 6 {
 		r := tn.invoke("acme/echo/run", aliceToken, "x", append([]string{HeaderActivationID, fmt.Sprintf("over-%d", i)}, tiny...)...)
 		require.Equal(t, http.StatusTooManyRequests, r.status, "over acme's limit: %s", r.body)
@@ -85,20 +85,20 @@ func TestShadowReplaysARecordedSoakExactly(t *testing.T) {
 	calm, err := os.ReadFile(meminfo)
 	require.NoError(t, err)
 	writeAtomically(t, meminfo, []byte("MemTotal:        4000000 kB\nMemFree:           10000 kB\nMemAvailable:      20000 kB\n"))
-	waitFor(t, "memory pressure seen", func() bool {
+	require.Eventually(t, func() bool {
 		s, ok := tn.node.load.CurrentLoad()
 		return ok && s.MemoryPressure >= 0.9
-	})
+	}, patience, 5*time.Millisecond, "memory pressure seen")
 	for range 3 {
 		r := tn.invoke("globex/echo/run", bobToken, "x", tiny...)
 		require.Equal(t, http.StatusServiceUnavailable, r.status, "overloaded: %s", r.body)
 		note(r)
 	}
 	writeAtomically(t, meminfo, calm)
-	waitFor(t, "memory pressure gone", func() bool {
+	require.Eventually(t, func() bool {
 		s, ok := tn.node.load.CurrentLoad()
 		return ok && s.MemoryPressure < 0.5
-	})
+	}, patience, 5*time.Millisecond, "memory pressure gone")
 
 	tn.closeHold()
 	holds.Wait()
@@ -170,25 +170,6 @@ func TestShadowReplaysARecordedSoakExactly(t *testing.T) {
 	}
 }
 
-// copyDir copies the regular files under from into to.
-func copyDir(t *testing.T, from, to string) {
-	t.Helper()
-	require.NoError(t, filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(to, rel), 0o755)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(to, rel), data, 0o644)
-	}))
-}
-
 // writeAtomically replaces path's content so a reader sees the old or
 // the new file, never half of one.
 func writeAtomically(t *testing.T, path string, data []byte) {
@@ -196,18 +177,6 @@ func writeAtomically(t *testing.T, path string, data []byte) {
 	tmp := path + ".tmp"
 	require.NoError(t, os.WriteFile(tmp, data, 0o644))
 	require.NoError(t, os.Rename(tmp, path))
-}
-
-// waitFor polls cond until it holds, for at most patience.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // TestShadowReplaysDeploysDuringARecordingExactly deploys, deletes and

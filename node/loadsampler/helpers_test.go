@@ -2,7 +2,6 @@ package loadsampler_test
 
 import (
 	"bytes"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,21 +33,7 @@ func copyFixture(t *testing.T, name string) (loadsampler.Files, string) {
 	t.Helper()
 	src := filepath.Join("testdata", name)
 	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
-	if err != nil {
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
 	return loadsampler.Files{Proc: filepath.Join(dst, "proc"), CgroupRoot: filepath.Join(dst, "cgroup"), CPUs: 4}, dst
