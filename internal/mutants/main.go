@@ -23,7 +23,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"flag"
 	"fmt"
@@ -31,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -67,11 +67,14 @@ func main() {
 		if err := retestUncovered(root, pkg, mutants); err != nil {
 			fatal(fmt.Errorf("%s: %w", pkg, err))
 		}
+		if err := locate(root, mutants); err != nil {
+			fatal(fmt.Errorf("%s: %w", pkg, err))
+		}
 		s, err := score(pkg, mutants, equivalents)
 		if err != nil {
 			fatal(err)
 		}
-		report(os.Stdout, root, s)
+		report(os.Stdout, s)
 		scores = append(scores, s)
 		if s.Percent() < *minimum || len(s.Stale) > 0 {
 			failed = true
@@ -105,7 +108,7 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(mod), nil
 }
 
-func readEquivalents(file string) (map[string]Equivalent, error) {
+func readEquivalents(file string) (map[string]*Equivalent, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
@@ -152,32 +155,17 @@ func runGremlins(root, pkg string, command, flags []string) ([]Mutant, error) {
 	return parseGremlins(f, pkg)
 }
 
-func report(w io.Writer, root string, s *Score) {
+func report(w io.Writer, s *Score) {
 	fmt.Fprintf(w, "mutants: %s: score %.2f%%: %d killed (%d by timeout), %d non-equivalent survivors, %d equivalent, %d not viable\n",
 		s.Package, s.Percent(), s.Killed, s.TimedOut, len(s.Survivors), len(s.Equivalent), s.NotViable)
 	if s.NotRun > 0 {
 		fmt.Fprintf(w, "mutants: %s: %d mutants found but not run (a dry run)\n", s.Package, s.NotRun)
 	}
 	for _, m := range s.Survivors {
-		fmt.Fprintf(w, "  %-11s %s\n              %s\n", m.Status, m.Key(), sourceLine(root, m))
+		fmt.Fprintf(w, "  %-11s %s\n              %s\n              as a list entry: %s %s %d %s — REASON\n",
+			m.Status, m.Key(), m.Text, m.File, m.Type, m.TextColumn, strconv.Quote(m.Text))
 	}
 	for _, e := range s.Stale {
-		fmt.Fprintf(w, "  STALE       %s is listed as equivalent but did not survive; update the list\n", e.Key)
+		fmt.Fprintf(w, "  STALE       %s (list line %d): no surviving mutant matches it; its line was edited or removed, or a test now kills it; update the list\n", e.Name(), e.Line)
 	}
-}
-
-// sourceLine is the mutated line, trimmed, or "" when it cannot be read.
-func sourceLine(root string, m Mutant) string {
-	f, err := os.Open(filepath.Join(root, filepath.FromSlash(m.File)))
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		if n == m.Line {
-			return strings.TrimSpace(sc.Text())
-		}
-	}
-	return ""
 }

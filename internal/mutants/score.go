@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +20,16 @@ type Mutant struct {
 	Column int
 	Type   string // gremlins' name, such as CONDITIONALS_BOUNDARY
 	Status string // gremlins' status, such as LIVED or KILLED
+	// Text is the mutated line, trimmed, and TextColumn the operator's
+	// column within it (see locate).
+	Text       string
+	TextColumn int
+}
+
+// Anchor is what an entry of the list of equivalent mutants must match:
+// the file, the mutator, the column within the trimmed line and its text.
+func (m Mutant) Anchor() string {
+	return anchor(m.File, m.Type, m.TextColumn, m.Text)
 }
 
 // Key is how the list of equivalent mutants names a mutant.
@@ -80,47 +92,119 @@ func parseGremlins(r io.Reader, pkg string) ([]Mutant, error) {
 
 // Equivalent is one entry of the list of known-equivalent mutants: a
 // mutant that changes no behavior the contract fixes, with the reason.
+//
+// An entry names what the mutant changes, not where it sits: the file,
+// the mutator, the text of the mutated line with its leading and
+// trailing blanks trimmed, and the operator's column within that
+// trimmed text (which tells apart two mutants on one line). Lines
+// inserted or removed above it, or a new indentation, leave it matched;
+// an edit of the line itself makes it stale.
 type Equivalent struct {
-	Key    string // as Mutant.Key
-	File   string
-	Reason string
-	Line   int // of the entry in the list, for messages
+	File    string // slash-separated, relative to the module root
+	Type    string // the mutator
+	Column  int    // 1-based, in bytes, within Text
+	Text    string // the mutated line, trimmed
+	Reason  string
+	Line    int // of the entry in the list, for messages
+	matched bool
+}
+
+// Key is how an entry is told apart: the same key as its mutants'
+// [Mutant.Anchor].
+func (e Equivalent) Key() string {
+	return anchor(e.File, e.Type, e.Column, e.Text)
+}
+
+// Name is how messages name an entry: its file, mutator, column and
+// line text, as the list spells them.
+func (e Equivalent) Name() string {
+	return fmt.Sprintf("%s %s %d %s", e.File, e.Type, e.Column, strconv.Quote(e.Text))
+}
+
+func anchor(file, mutator string, column int, text string) string {
+	return file + "\x00" + mutator + "\x00" + strconv.Itoa(column) + "\x00" + text
 }
 
 // parseEquivalents reads the list of known-equivalent mutants: one entry
-// a line, "file:line:col MUTATOR — reason"; blank lines and lines
-// starting with # are ignored. Every entry needs a reason.
-func parseEquivalents(r io.Reader) (map[string]Equivalent, error) {
-	list := map[string]Equivalent{}
+// a line,
+//
+//	file MUTATOR column "trimmed line text" — reason
+//
+// where the text is a Go string literal and column counts bytes within
+// it from 1. Blank lines and lines starting with # are ignored. Every
+// entry needs a reason, and its column must fall inside its text.
+func parseEquivalents(r io.Reader) (map[string]*Equivalent, error) {
+	const want = `want: file MUTATOR column "trimmed line text" — reason`
+	list := map[string]*Equivalent{}
 	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	for n := 1; sc.Scan(); n++ {
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
-		fields := strings.Fields(text)
-		if len(fields) < 4 || fields[2] != "—" {
-			return nil, fmt.Errorf("line %d: want \"file:line:col MUTATOR — reason\"", n)
+		fields := strings.SplitN(text, " ", 4)
+		if len(fields) < 4 || fields[0] == "" || fields[1] == "" {
+			return nil, fmt.Errorf("line %d: %s", n, want)
 		}
-		loc := strings.Split(fields[0], ":")
-		if len(loc) != 3 || loc[0] == "" {
-			return nil, fmt.Errorf("line %d: location %q is not file:line:col", n, fields[0])
+		col, err := strconv.Atoi(fields[2])
+		if err != nil || col <= 0 {
+			return nil, fmt.Errorf("line %d: column %q is not a positive number; %s", n, fields[2], want)
 		}
-		for _, num := range loc[1:] {
-			if v, err := strconv.Atoi(num); err != nil || v <= 0 {
-				return nil, fmt.Errorf("line %d: location %q is not file:line:col", n, fields[0])
-			}
+		quoted, err := strconv.QuotedPrefix(fields[3])
+		if err != nil {
+			return nil, fmt.Errorf("line %d: the line text is not a quoted Go string; %s", n, want)
 		}
-		e := Equivalent{Key: fields[0] + " " + fields[1], File: loc[0], Reason: strings.Join(fields[3:], " "), Line: n}
-		if first, dup := list[e.Key]; dup {
-			return nil, fmt.Errorf("line %d: %s is already listed at line %d", n, e.Key, first.Line)
+		line, _ := strconv.Unquote(quoted)
+		rest := strings.TrimSpace(fields[3][len(quoted):])
+		reason, ok := strings.CutPrefix(rest, "—")
+		reason = strings.TrimSpace(reason)
+		if !ok || reason == "" {
+			return nil, fmt.Errorf("line %d: no \"— reason\" after the line text; %s", n, want)
 		}
-		list[e.Key] = e
+		if line != strings.TrimSpace(line) || line == "" {
+			return nil, fmt.Errorf("line %d: the line text must be trimmed and not empty", n)
+		}
+		if col > len(line) {
+			return nil, fmt.Errorf("line %d: column %d is past the end of the line text (%d bytes)", n, col, len(line))
+		}
+		e := &Equivalent{File: fields[0], Type: fields[1], Column: col, Text: line, Reason: reason, Line: n}
+		if first, dup := list[e.Key()]; dup {
+			return nil, fmt.Errorf("line %d: %s is already listed at line %d", n, e.Name(), first.Line)
+		}
+		list[e.Key()] = e
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
 	return list, nil
+}
+
+// locate fills in each mutant's line text and its column within it from
+// the files under root. A mutant whose line cannot be read keeps an
+// empty text, which no entry matches.
+func locate(root string, mutants []Mutant) error {
+	files := map[string][]string{}
+	for i := range mutants {
+		m := &mutants[i]
+		lines, ok := files[m.File]
+		if !ok {
+			data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(m.File)))
+			if err != nil {
+				return err
+			}
+			lines = strings.Split(string(data), "\n")
+			files[m.File] = lines
+		}
+		if m.Line < 1 || m.Line > len(lines) {
+			continue
+		}
+		raw := strings.TrimRight(lines[m.Line-1], "\r")
+		indent := len(raw) - len(strings.TrimLeft(raw, " \t"))
+		m.Text = strings.TrimSpace(raw)
+		m.TextColumn = m.Column - indent
+	}
+	return nil
 }
 
 // Score is one package's result.
@@ -148,10 +232,15 @@ func (s *Score) Percent() float64 {
 	return 100 * float64(s.Killed) / float64(s.Killed+len(s.Survivors))
 }
 
-// score classifies the mutants of package dir pkg against the list.
-func score(pkg string, mutants []Mutant, equivalents map[string]Equivalent) (*Score, error) {
+// score classifies the mutants of package dir pkg against the list;
+// their texts must have been located. An entry in pkg that no surviving
+// mutant matches is stale: its line was edited or removed, or a test
+// now kills the mutant.
+func score(pkg string, mutants []Mutant, equivalents map[string]*Equivalent) (*Score, error) {
 	s := &Score{Package: pkg}
-	surviving := map[string]bool{}
+	for _, e := range equivalents {
+		e.matched = false
+	}
 	for _, m := range mutants {
 		switch m.Status {
 		case statusKilled:
@@ -162,9 +251,9 @@ func score(pkg string, mutants []Mutant, equivalents map[string]Equivalent) (*Sc
 		case statusNotViable:
 			s.NotViable++
 		case statusLived, statusNotCovered:
-			if _, ok := equivalents[m.Key()]; ok {
+			if e, ok := equivalents[m.Anchor()]; ok {
 				s.Equivalent = append(s.Equivalent, m)
-				surviving[m.Key()] = true
+				e.matched = true
 			} else {
 				s.Survivors = append(s.Survivors, m)
 			}
@@ -176,8 +265,8 @@ func score(pkg string, mutants []Mutant, equivalents map[string]Equivalent) (*Sc
 		}
 	}
 	for _, e := range equivalents {
-		if s.NotRun == 0 && path.Dir(e.File) == pkg && !surviving[e.Key] {
-			s.Stale = append(s.Stale, e)
+		if s.NotRun == 0 && path.Dir(e.File) == pkg && !e.matched {
+			s.Stale = append(s.Stale, *e)
 		}
 	}
 	sort.Slice(s.Stale, func(i, j int) bool { return s.Stale[i].Line < s.Stale[j].Line })
