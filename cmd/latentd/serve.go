@@ -321,7 +321,7 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	s, err := start(ctx, o, logger)
 	if err != nil {
 		// edge/latentd's errors name their package already.
-		fmt.Fprintln(stderr, "latentd:", strings.TrimPrefix(err.Error(), "latentd: "))
+		fmt.Fprintln(stderr, nodeErrorLines(err))
 		return 1
 	}
 	defer s.cleanup()
@@ -350,7 +350,7 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	fmt.Fprintln(stdout, "latentd: shutting down")
 	if err := s.node.Shutdown(context.Background()); err != nil {
-		fmt.Fprintln(stderr, "latentd:", err)
+		fmt.Fprintln(stderr, nodeErrorLines(err))
 		return 1
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
@@ -359,4 +359,15 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	fmt.Fprintln(stdout, "latentd: stopped; every permit released, store closed")
 	return 0
+}
+
+// nodeErrorLines is an edge/latentd error as latentd prints it: each of
+// its lines (errors.Join joins a shutdown's) begins "latentd: " once,
+// though the package names itself already.
+func nodeErrorLines(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = "latentd: " + strings.TrimPrefix(l, "latentd: ")
+	}
+	return strings.Join(lines, "\n")
 }

@@ -8,6 +8,7 @@ import (
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
+	"latent.dev/admission/internal/trace"
 	"latent.dev/admission/node/loadsampler"
 	"latent.dev/admission/policy"
 )
@@ -97,6 +98,9 @@ type Config struct {
 	// RecordPolicySHA256 is the SHA-256 (hex) of the policy file's bytes,
 	// for the trace's header; empty when the caller has no file.
 	RecordPolicySHA256 string
+	// recordCreate, when set, opens the trace file instead of the file
+	// system (a test's seam: a full disk).
+	recordCreate func(path string) (trace.File, error)
 }
 
 func (c *Config) setDefaults(ceiling time.Duration) error {

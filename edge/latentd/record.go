@@ -80,7 +80,8 @@ func (r *recorder) now() int64 { return int64(time.Since(r.start)) }
 // open starts the trace file; the provider must be set.
 func (r *recorder) open(cfg Config) error {
 	w, err := trace.NewWriter(trace.WriterConfig{Path: cfg.RecordPath, MaxBytes: cfg.RecordMaxBytes,
-		StartUnixNano: r.start.UnixNano(), PolicySHA256: cfg.RecordPolicySHA256, NextOrder: r.provider.NextOrder})
+		StartUnixNano: r.start.UnixNano(), PolicySHA256: cfg.RecordPolicySHA256, NextOrder: r.provider.NextOrder,
+		Logger: cfg.Logger.With("component", "record"), Create: cfg.recordCreate})
 	if err != nil {
 		return fmt.Errorf("latentd: record: %w", err)
 	}
@@ -190,18 +191,37 @@ func requestOf(r *http.Request, inv *invocation, payloadBytes uint64) trace.Deci
 }
 
 // edgeUnauthenticated records a request without a token the node knows.
-func (r *recorder) edgeUnauthenticated(req *http.Request, ceiling policy.NodeBudgetCeiling) {
-	d := requestOf(req, headersOf(req, ceiling), 0)
+// Its names come from anyone: each is recorded only when it fits the
+// policy's maximum_identifier_bytes (boundedNames).
+func (r *recorder) edgeUnauthenticated(req *http.Request, settings policy.NodeSettings) {
+	d := requestOf(req, headersOf(req, settings.BudgetCeiling), 0)
+	boundNames(&d, settings.MaximumIdentifierBytes)
 	d.Stage, d.Answer = trace.StageEdge, trace.AnswerUnauthenticated
 	r.w.Add(trace.Line{Kind: trace.KindDecision, Order: r.provider.NextOrder(), T: r.now(), Decision: &d})
 }
 
-// edgeDenied records a principal refused before resolution.
-func (r *recorder) edgeDenied(req *http.Request, p Principal, ceiling policy.NodeBudgetCeiling) {
-	d := requestOf(req, headersOf(req, ceiling), 0)
+// edgeDenied records a principal refused before resolution, its names
+// bounded as an unauthenticated request's are.
+func (r *recorder) edgeDenied(req *http.Request, p Principal, settings policy.NodeSettings) {
+	d := requestOf(req, headersOf(req, settings.BudgetCeiling), 0)
+	boundNames(&d, settings.MaximumIdentifierBytes)
 	d.Stage, d.Principal = trace.StageEdge, principalOf(p)
 	setAnswer(&d, errPrincipalDenied)
 	r.w.Add(trace.Line{Kind: trace.KindDecision, Order: r.provider.NextOrder(), T: r.now(), Decision: &d})
+}
+
+// boundNames empties every name of d longer than max bytes (the target's
+// tenant, service and route, the activation ID and the routing key) in a
+// decision the edge made before the request was validated, so that a
+// request's size cannot make its line long: none such name is an
+// identifier the policy or a catalog can hold, so a replay answers it
+// the same without it.
+func boundNames(d *trace.Decision, max uint32) {
+	for _, s := range []*string{&d.Target.Tenant, &d.Target.Service, &d.Target.Route, &d.ActivationID, &d.RoutingKey} {
+		if uint64(len(*s)) > uint64(max) {
+			*s = ""
+		}
+	}
 }
 
 // edgeUnresolved records a route that resolves to nothing.
@@ -279,6 +299,17 @@ func (r *recorder) recordMetrics(reg *prometheus.Registry) error {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "latent_record_dropped_lines_total",
 			Help: "Trace lines the recorder dropped because its buffer was full (-record); a trace with any cannot be replayed exactly."},
 			func() float64 { return float64(r.w.Dropped()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "latent_record_write_errors_total",
+			Help: "Times the recording stopped on a trace write error (-record): a full disk; it is retried every second."},
+			func() float64 { return float64(r.w.Failures()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "latent_record_stopped",
+			Help: "1 while the recording is stopped on a write error (-record), else 0."},
+			func() float64 {
+				if r.w.Err() != nil {
+					return 1
+				}
+				return 0
+			}),
 	} {
 		if err := reg.Register(c); err != nil {
 			return err
