@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -377,7 +378,7 @@ func (r *replay) run() error {
 	}
 	if r.sampling {
 		// The last sample, at or after the last line.
-		r.advance(r.nextSample + 1)
+		r.advance(addSat(r.nextSample, 1))
 		if len(r.res.Times) > SeriesPoints {
 			r.halveSeries()
 		}
@@ -399,7 +400,7 @@ func (r *replay) advance(t int64) {
 		case len(r.due) > 0 && r.due[0].at <= t && r.due[0].at <= r.nextSample:
 			d := heap.Pop(&r.due).(due)
 			d.h.release()
-		case r.nextSample < t:
+		case r.nextSample < t && r.nextSample < math.MaxInt64:
 			r.takeSample()
 		default:
 			return
@@ -428,13 +429,30 @@ func (r *replay) takeSample() {
 	for j, q := range u.QueueClasses {
 		add(r.recQueued[j], q.Queued)
 	}
-	r.nextSample += r.sampleStep
+	r.nextSample = addSat(r.nextSample, r.sampleStep)
 	if len(r.res.Times) >= 2*SeriesPoints {
 		r.halveSeries()
-		r.sampleStep *= 2
-		r.nextSample = int64(r.res.Times[len(r.res.Times)-1]) + r.sampleStep
+		r.sampleStep = addSat(r.sampleStep, r.sampleStep)
+		r.nextSample = addSat(int64(r.res.Times[len(r.res.Times)-1]), r.sampleStep)
 	}
 }
+
+// addSat is a+b, held at the int64 bounds instead of wrapping: a trace's
+// times may be anything, and time must never run backwards (a sample
+// time that wrapped would be taken forever).
+func addSat(a, b int64) int64 {
+	c := a + b
+	switch {
+	case a > 0 && b > 0 && c < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && c >= 0:
+		return math.MinInt64
+	}
+	return c
+}
+
+// at is the wall time of T t.
+func (r *replay) at(t int64) time.Time { return time.Unix(0, addSat(r.start, t)) }
 
 // halveSeries keeps every other point.
 func (r *replay) halveSeries() {
@@ -574,7 +592,7 @@ func (r *replay) sample(l *trace.Load) *core.LoadSample {
 	if len(r.conv) >= trace.KeptSamples {
 		clear(r.conv)
 	}
-	s := &core.LoadSample{Sequence: l.Sequence, ObservedAt: time.Unix(0, r.start+l.ObservedT),
+	s := &core.LoadSample{Sequence: l.Sequence, ObservedAt: r.at(l.ObservedT),
 		CPUPressure: l.CPUPressure, MemoryPressure: l.MemoryPressure}
 	for i := 0; i < len(l.QueueDelayNS) && i < policy.NumCellClasses; i++ {
 		s.QueueDelay[i] = time.Duration(l.QueueDelayNS[i])
@@ -655,7 +673,7 @@ func (r *replay) decide(l *trace.Line) {
 	if cand != recorded {
 		r.res.Changed++
 		if len(r.res.Changes) < KeptChanges {
-			r.res.Changes = append(r.res.Changes, Change{Time: time.Unix(0, r.start+l.T), Order: l.Order,
+			r.res.Changes = append(r.res.Changes, Change{Time: r.at(l.T), Order: l.Order,
 				Tenant: d.Target.Tenant, Service: d.Target.Service, Route: d.Target.Route, ActivationID: d.ActivationID,
 				Recorded: recorded, Candidate: cand})
 		}
@@ -683,13 +701,13 @@ func (r *replay) decide(l *trace.Line) {
 	if !ok {
 		dur = wall
 	}
-	r.clock.set(time.Unix(0, r.start+l.T), nil)
+	r.clock.set(r.at(l.T), nil)
 	if ep, err := p.StartExecution(); err == nil {
 		h.adm, h.exe = nil, ep
 	} else {
 		return
 	}
-	heap.Push(&r.due, due{at: l.T + int64(dur), h: h})
+	heap.Push(&r.due, due{at: addSat(l.T, int64(dur)), h: h})
 }
 
 // candidate is the candidate's answer to a decision line, and its
@@ -746,7 +764,7 @@ func (r *replay) candidate(l *trace.Line, recorded Answer) (Answer, *core.Admiss
 	if d.DeadlineUnixMS != nil {
 		req.Deadline = policy.Some(*d.DeadlineUnixMS)
 	}
-	r.clock.set(time.Unix(0, r.start+l.T), d.Since)
+	r.clock.set(r.at(l.T), d.Since)
 	r.prepareLoad(d)
 	p, err := r.controller(pin).Admit(req)
 	if err != nil {
@@ -829,7 +847,7 @@ func (r *replay) startLine(l *trace.Line) {
 		return
 	}
 	if h.adm != nil {
-		r.clock.set(time.Unix(0, r.start+l.T), []int64{m.ElapsedNS})
+		r.clock.set(r.at(l.T), []int64{m.ElapsedNS})
 		if ep, err := h.adm.StartExecution(); err == nil {
 			h.adm, h.exe = nil, ep
 		} else {

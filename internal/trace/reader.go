@@ -15,6 +15,13 @@ const (
 	// DefaultWindow is how many lines a [Reader] holds to put them back
 	// in order.
 	DefaultWindow = 65536
+	// WindowBytes bounds the bytes of the lines the window holds (their
+	// length in the file, plus lineOverhead each): a gap that never fills
+	// makes the reader move on once either bound is reached.
+	WindowBytes = 64 << 20
+	// lineOverhead is what a line held in the window costs besides its
+	// bytes in the file.
+	lineOverhead = 256
 	// MaxLineBytes is the longest line a [Reader] accepts.
 	MaxLineBytes = 1 << 20
 	// KeptSamples is how many of the most recent load samples, by
@@ -49,11 +56,25 @@ type Stats struct {
 	// Late is the number of lines that arrived after a line with a
 	// higher Order had been handed out: beyond the reorder window.
 	Late uint64
-	// Gaps lists the file indexes missing from the given files (the
-	// first file's index is expected to be 0).
-	Gaps []uint64
+	// Gaps lists the ranges of file indexes missing from the given files
+	// (the first file's index is expected to be 0), at most one more
+	// than the files.
+	Gaps []FileRange
+	// Torn lists the files whose last line was cut short (the recorder
+	// stopped mid-line: a crash, a full disk): the recording ends there.
+	Torn []Position
 	// Lines is the number of lines handed out by Next.
 	Lines uint64
+}
+
+// FileRange is the file indexes From to To, both included.
+type FileRange struct{ From, To uint64 }
+
+func (g FileRange) String() string {
+	if g.From == g.To {
+		return fmt.Sprint(g.From)
+	}
+	return fmt.Sprintf("%d to %d", g.From, g.To)
 }
 
 // Reader reads the files of one recording and hands out their lines in
@@ -70,6 +91,8 @@ type Reader struct {
 	window int
 
 	pending  lineHeap
+	held     int64 // bytes the window holds, as WindowBytes counts them
+	maxHeld  int64 // WindowBytes
 	seq      uint64 // read order, the heap's tie-break
 	emitted  uint64 // the highest Order handed out
 	anyOut   bool
@@ -92,12 +115,14 @@ type source struct {
 	line   int
 	buf    []byte
 	done   bool
+	atEOF  bool // the line last read ended the file without a newline
 }
 
 type pendingLine struct {
-	line Line
-	pos  Position
-	seq  uint64
+	line  Line
+	pos   Position
+	seq   uint64
+	bytes int64
 }
 
 // lineHeap is a min-heap on (Order, read sequence) of small entries
@@ -185,7 +210,7 @@ func Open(paths []string, window int) (*Reader, error) {
 	if window <= 0 {
 		window = DefaultWindow
 	}
-	r := &Reader{window: window, samples: make(map[uint64]Load), strings: new(interner)}
+	r := &Reader{window: window, maxHeld: WindowBytes, samples: make(map[uint64]Load), strings: new(interner)}
 	r.pending.entries = make([]heapEntry, 0, min(window+1, 4096))
 	r.pending.slab = make([]pendingLine, 0, min(window+1, 4096))
 	for _, p := range paths {
@@ -204,9 +229,7 @@ func Open(paths []string, window int) (*Reader, error) {
 	first := r.files[0]
 	r.header = first.header
 	if first.header.File != 0 {
-		for i := uint64(0); i < first.header.File; i++ {
-			r.stats.Gaps = append(r.stats.Gaps, i)
-		}
+		r.stats.Gaps = append(r.stats.Gaps, FileRange{0, first.header.File - 1})
 	}
 	for i := 1; i < len(r.files); i++ {
 		a, b := r.files[i-1], r.files[i]
@@ -217,8 +240,8 @@ func Open(paths []string, window int) (*Reader, error) {
 		if a.header.File == b.header.File {
 			return nil, &LineError{File: b.path, Line: 1, Err: fmt.Errorf("file index %d is also %s's", b.header.File, a.path)}
 		}
-		for g := a.header.File + 1; g < b.header.File; g++ {
-			r.stats.Gaps = append(r.stats.Gaps, g)
+		if b.header.File > a.header.File+1 {
+			r.stats.Gaps = append(r.stats.Gaps, FileRange{a.header.File + 1, b.header.File - 1})
 		}
 	}
 	return r, nil
@@ -231,7 +254,7 @@ func (s *source) open() (Header, error) {
 		return Header{}, err
 	}
 	s.f, s.br, s.line, s.done = f, bufio.NewReaderSize(f, 64<<10), 0, false
-	data, err := s.readLine()
+	data, _, err := s.readLine()
 	if err == io.EOF {
 		return Header{}, &LineError{File: s.path, Line: 1, Err: errors.New("empty file: no header")}
 	}
@@ -261,8 +284,16 @@ func (s *source) close() error {
 }
 
 // readLine returns the next line without its newline (valid until the
-// next call), or io.EOF. A line over MaxLineBytes is an error.
-func (s *source) readLine() ([]byte, error) {
+// next call), or io.EOF; final says it is the file's last and has no
+// newline (it may be torn). A line over MaxLineBytes is an error.
+func (s *source) readLine() (data []byte, final bool, err error) {
+	data, err = s.readLine1()
+	final = err == nil && s.atEOF
+	return data, final, err
+}
+
+func (s *source) readLine1() ([]byte, error) {
+	s.atEOF = false
 	for {
 		s.buf = s.buf[:0]
 		for {
@@ -288,6 +319,7 @@ func (s *source) readLine() ([]byte, error) {
 				return nil, io.EOF
 			}
 			s.line++
+			s.atEOF = err == io.EOF
 			data = trimNewline(data)
 			if len(data) > MaxLineBytes {
 				return nil, &LineError{File: s.path, Line: s.line, Err: fmt.Errorf("line longer than %d bytes", MaxLineBytes)}
@@ -328,7 +360,8 @@ func (r *Reader) Files() []string {
 // Stats is what the reader found so far that makes a replay inexact.
 func (r *Reader) Stats() Stats {
 	s := r.stats
-	s.Gaps = append([]uint64(nil), s.Gaps...)
+	s.Gaps = append([]FileRange(nil), s.Gaps...)
+	s.Torn = append([]Position(nil), s.Torn...)
 	return s
 }
 
@@ -353,7 +386,7 @@ func (r *Reader) Next() (Line, error) {
 	// as it is in the window: orders are dense (each is drawn for one
 	// line), so only a gap (a dropped line, a transaction that wrote
 	// nothing) makes the reader fill the whole window before it moves on.
-	for r.pending.len() <= r.window && (r.pending.len() == 0 || r.pending.minOrder() != r.emitted+1) {
+	for r.pending.len() <= r.window && r.held <= r.maxHeld && (r.pending.len() == 0 || r.pending.minOrder() != r.emitted+1) {
 		ok, err := r.readOne()
 		if err != nil {
 			r.err = err
@@ -369,6 +402,7 @@ func (r *Reader) Next() (Line, error) {
 		return Line{}, io.EOF
 	}
 	p := r.pending.pop()
+	r.held -= p.bytes
 	if r.anyOut && p.line.Order < r.emitted {
 		r.stats.Late++
 	} else {
@@ -388,7 +422,7 @@ func (r *Reader) readOne() (bool, error) {
 				return false, err
 			}
 		}
-		data, err := s.readLine()
+		data, final, err := s.readLine()
 		if err == io.EOF {
 			s.done = true
 			_ = s.close()
@@ -401,6 +435,15 @@ func (r *Reader) readOne() (bool, error) {
 		l := &r.scratch
 		*l = Line{}
 		if err := decodeLine(data, l, r.strings); err != nil {
+			if final {
+				// A last line without its newline that does not decode
+				// was cut short: the recording ends there, inexact.
+				r.stats.Torn = append(r.stats.Torn, Position{File: s.path, Line: s.line})
+				s.done = true
+				_ = s.close()
+				r.cur++
+				continue
+			}
 			return false, &LineError{File: s.path, Line: s.line, Err: err}
 		}
 		switch l.Kind {
@@ -417,7 +460,9 @@ func (r *Reader) readOne() (bool, error) {
 			r.stats.DroppedMarks++
 		}
 		r.seq++
-		r.pending.push(pendingLine{line: *l, pos: Position{File: s.path, Line: s.line}, seq: r.seq})
+		size := int64(len(data)) + lineOverhead
+		r.held += size
+		r.pending.push(pendingLine{line: *l, pos: Position{File: s.path, Line: s.line}, seq: r.seq, bytes: size})
 		return true, nil
 	}
 	return false, nil
@@ -463,9 +508,12 @@ func (s Stats) Inexact() []string {
 	if len(s.Gaps) > 0 {
 		idx := make([]string, len(s.Gaps))
 		for i, g := range s.Gaps {
-			idx[i] = fmt.Sprint(g)
+			idx[i] = g.String()
 		}
 		out = append(out, "trace files missing (file index "+strings.Join(idx, ", ")+")")
+	}
+	for _, p := range s.Torn {
+		out = append(out, fmt.Sprintf("the recording ends in a torn line (%s)", p))
 	}
 	return out
 }

@@ -1,0 +1,84 @@
+package trace
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestReaderNeverAllocatesByAFileIndex(t *testing.T) {
+	// Files 0 and 2^62, and a lone file 10^12: the missing indexes are
+	// ranges, not one entry each.
+	a := writeTrace(t, "a.jsonl", header(0), release(1))
+	b := writeTrace(t, "b.jsonl", header(1<<62), release(2))
+	r, err := Open([]string{b, a}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{1, 2}, readAll(t, r))
+	require.NoError(t, r.Close())
+	assert.Equal(t, []FileRange{{1, 1<<62 - 1}}, r.Stats().Gaps)
+	assert.Equal(t, []string{"trace files missing (file index 1 to 4611686018427387903)"}, r.Stats().Inexact())
+
+	// A rotated recording whose oldest files are gone still replays.
+	c := writeTrace(t, "c.jsonl", header(1e12), release(7), release(8))
+	r, err = Open([]string{c}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{7, 8}, readAll(t, r))
+	require.NoError(t, r.Close())
+	assert.Equal(t, []FileRange{{0, 1e12 - 1}}, r.Stats().Gaps)
+}
+
+func TestReaderBoundsItsWindowInBytes(t *testing.T) {
+	// Order 1 never comes: the reader holds lines until a bound is
+	// reached. Each line is about 10 KB; the window's bytes allow ten.
+	pad := strings.Repeat(" ", 10<<10)
+	lines := []string{header(0)}
+	for o := uint64(2); o < 60; o++ {
+		lines = append(lines, `{"k":"release","order":`+jsonNum(o)+`,"t":5,"of":1,"elapsed_ns":5`+pad+`}`)
+	}
+	p := writeTrace(t, "a.jsonl", lines...)
+	r, err := Open([]string{p}, 0)
+	require.NoError(t, err)
+	defer r.Close()
+	r.maxHeld = 100 << 10
+	l, err := r.Next()
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, l.Order)
+	assert.LessOrEqual(t, r.pending.len(), 11, "the window stops at its bytes, not at its 65,536 lines")
+	assert.LessOrEqual(t, r.held, int64(100<<10))
+	got := readAll(t, r)
+	assert.Len(t, got, 57)
+}
+
+func TestReaderTakesATornLastLineAsTheEnd(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "trace.jsonl")
+	torn := release(3)
+	require.NoError(t, os.WriteFile(p, []byte(header(0)+"\n"+release(1)+"\n"+release(2)+"\n"+torn[:len(torn)/2]), 0o600))
+	r, err := Open([]string{p}, 0)
+	require.NoError(t, err)
+	defer r.Close()
+	assert.Equal(t, []uint64{1, 2}, readAll(t, r))
+	assert.Equal(t, []Position{{File: p, Line: 4}}, r.Stats().Torn)
+	assert.Equal(t, []string{"the recording ends in a torn line (" + p + ":4)"}, r.Stats().Inexact())
+
+	// A last line without its newline that decodes is a line.
+	require.NoError(t, os.WriteFile(p, []byte(header(0)+"\n"+release(1)+"\n"+release(2)), 0o600))
+	r2, err := Open([]string{p}, 0)
+	require.NoError(t, err)
+	defer r2.Close()
+	assert.Equal(t, []uint64{1, 2}, readAll(t, r2))
+	assert.Empty(t, r2.Stats().Inexact())
+
+	// A bad line that ends in a newline is still refused.
+	require.NoError(t, os.WriteFile(p, []byte(header(0)+"\n"+torn[:len(torn)/2]+"\n"+release(2)+"\n"), 0o600))
+	r3, err := Open([]string{p}, 0)
+	require.NoError(t, err)
+	defer r3.Close()
+	_, err = r3.Next()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), p+":2: not a trace line")
+}
