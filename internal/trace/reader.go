@@ -91,8 +91,8 @@ type Reader struct {
 	window int
 
 	pending  lineHeap
-	held     int64 // bytes the window holds, as WindowBytes counts them
-	maxHeld  int64 // WindowBytes
+	held     int64  // bytes the window holds, as WindowBytes counts them
+	maxHeld  int64  // WindowBytes
 	seq      uint64 // read order, the heap's tie-break
 	emitted  uint64 // the highest Order handed out
 	anyOut   bool
