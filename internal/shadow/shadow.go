@@ -28,6 +28,7 @@ import (
 	"slices"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
@@ -47,7 +48,50 @@ const (
 	// reservoirSize bounds the recorded durations kept per route for
 	// the medians.
 	reservoirSize = 1024
+	// maxRoutes bounds the routes whose recorded durations the first
+	// pass keeps; a route past it has no median (its holds are
+	// estimated with the granted wall time).
+	maxRoutes = 4096
+	// KeptTenants is how many tenants [Result.Refusals] names: those with
+	// the most refusals (recorded and under the candidate); the others'
+	// refusals are summed under [OtherTenants].
+	KeptTenants = 50
+	// OtherTenants is the tenant of the rows that sum the tenants not
+	// named (it is no identifier, so no tenant's name).
+	OtherTenants = "(other tenants)"
+	// OtherAnswer is the reason of the rows that count recorded answers
+	// outside the vocabulary (a trace not written by latentd).
+	OtherAnswer = "(other answer)"
+	// trackedTenants bounds how many tenants outside the candidate policy
+	// a replay counts apart; once it has seen that many, the next new
+	// ones count under OtherTenants at once.
+	trackedTenants = 1024
+	// MaxNameBytes bounds each name from the trace a [Change] keeps;
+	// a longer one is cut and ends in "…".
+	MaxNameBytes = 128
 )
+
+// knownAnswers are the answers a replay counts by name.
+var knownAnswers = func() map[string]bool {
+	m := map[string]bool{trace.AnswerAdmitted: true, trace.AnswerUnauthenticated: true}
+	for _, r := range core.Reasons() {
+		m[string(r)] = true
+	}
+	return m
+}()
+
+// shorten cuts s to at most MaxNameBytes (on a rune boundary) and marks
+// the cut.
+func shorten(s string) string {
+	if len(s) <= MaxNameBytes {
+		return s
+	}
+	n := MaxNameBytes
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
 
 // Config is one replay.
 type Config struct {
@@ -124,7 +168,10 @@ type Result struct {
 	// Estimated counts the decisions the node refused and the candidate
 	// admitted, whose holds were estimated.
 	Estimated uint64
-	// Refusals is per tenant and reason, sorted by tenant then reason.
+	// Refusals is per tenant and reason, sorted by tenant then reason:
+	// at most KeptTenants tenants by name (the most refused), then
+	// OtherTenants. A recorded answer outside the vocabulary counts as
+	// OtherAnswer.
 	Refusals []Refusals
 	// Changes are the first KeptChanges changed decisions, in order.
 	Changes []Change
@@ -223,6 +270,9 @@ func firstPass(cfg Config) (*pass, error) {
 			}
 			rs := routes[key]
 			if rs == nil {
+				if len(routes) >= maxRoutes {
+					continue // a trace with that many routes: the rest get no median
+				}
 				rs = &reservoir{}
 				routes[key] = rs
 			}
@@ -317,6 +367,7 @@ type replay struct {
 
 	res      Result
 	refusals map[[2]string]*Refusals
+	tracked  map[string]bool // tenants outside the policy counted apart
 
 	// the series
 	tenantIx, trustIx, queueIx map[string]int
@@ -337,7 +388,7 @@ func newReplay(cfg Config, provider *core.LocalQuotaProvider, rd *trace.Reader) 
 	r := &replay{
 		cfg: cfg, rd: rd, start: h.StartUnixNano, provider: provider, compiled: provider.Policy(),
 		clock: &vclock{}, load: &vload{}, ctrls: map[*catalog.Pin]*core.AdmissionController{},
-		permits: map[uint64]*held{}, conv: map[uint64]*core.LoadSample{}, refusals: map[[2]string]*Refusals{},
+		permits: map[uint64]*held{}, conv: map[uint64]*core.LoadSample{}, refusals: map[[2]string]*Refusals{}, tracked: map[string]bool{},
 		tenantIx: map[string]int{}, trustIx: map[string]int{}, queueIx: map[string]int{}, recHolds: map[uint64]*recHold{},
 	}
 	r.res.Start = time.Unix(0, h.StartUnixNano)
@@ -639,6 +690,16 @@ func (r *replay) prepareLoad(d *trace.Decision) {
 }
 
 func (r *replay) refusal(tenant, reason string) *Refusals {
+	if !knownAnswers[reason] {
+		reason = OtherAnswer
+	}
+	if _, ok := r.tenantIx[tenant]; !ok && !r.tracked[tenant] {
+		if len(r.tracked) < trackedTenants {
+			r.tracked[tenant] = true
+		} else {
+			tenant = OtherTenants
+		}
+	}
 	k := [2]string{tenant, reason}
 	c := r.refusals[k]
 	if c == nil {
@@ -674,8 +735,10 @@ func (r *replay) decide(l *trace.Line) {
 		r.res.Changed++
 		if len(r.res.Changes) < KeptChanges {
 			r.res.Changes = append(r.res.Changes, Change{Time: r.at(l.T), Order: l.Order,
-				Tenant: d.Target.Tenant, Service: d.Target.Service, Route: d.Target.Route, ActivationID: d.ActivationID,
-				Recorded: recorded, Candidate: cand})
+				Tenant: shorten(d.Target.Tenant), Service: shorten(d.Target.Service), Route: shorten(d.Target.Route),
+				ActivationID: shorten(d.ActivationID),
+				Recorded:     Answer{Answer: shorten(recorded.Answer), Scope: shorten(recorded.Scope), Dimension: shorten(recorded.Dimension)},
+				Candidate:    cand})
 		}
 	}
 	if recorded.Admitted() {
@@ -870,16 +933,7 @@ func (r *replay) releaseLine(l *trace.Line) {
 
 func (r *replay) result() *Result {
 	res := r.res
-	for _, c := range r.refusals {
-		res.Refusals = append(res.Refusals, *c)
-	}
-	sort.Slice(res.Refusals, func(i, j int) bool {
-		a, b := res.Refusals[i], res.Refusals[j]
-		if a.Tenant != b.Tenant {
-			return a.Tenant < b.Tenant
-		}
-		return a.Reason < b.Reason
-	})
+	res.Refusals = topTenants(r.refusals)
 	res.Inexact = r.rd.Stats().Inexact()
 	if r.noCatalog {
 		res.Inexact = append(res.Inexact, "the trace has no catalog line")
@@ -895,4 +949,62 @@ func (r *replay) result() *Result {
 	}
 	res.Exact = len(res.Inexact) == 0
 	return &res
+}
+
+// topTenants is the refusal rows of the KeptTenants tenants with the most
+// refusals, then the others' summed per reason under OtherTenants.
+func topTenants(rows map[[2]string]*Refusals) []Refusals {
+	totals := map[string]uint64{}
+	for _, c := range rows {
+		if c.Tenant != OtherTenants {
+			totals[c.Tenant] += c.Recorded + c.Candidate
+		}
+	}
+	names := make([]string, 0, len(totals))
+	for name := range totals {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if totals[names[i]] != totals[names[j]] {
+			return totals[names[i]] > totals[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	kept := map[string]bool{}
+	for _, name := range names[:min(len(names), KeptTenants)] {
+		kept[name] = true
+	}
+	var out []Refusals
+	others := map[string]*Refusals{}
+	for _, c := range rows {
+		if kept[c.Tenant] {
+			row := *c
+			row.Tenant = shorten(row.Tenant)
+			out = append(out, row)
+			continue
+		}
+		o := others[c.Reason]
+		if o == nil {
+			o = &Refusals{Tenant: OtherTenants, Reason: c.Reason}
+			others[c.Reason] = o
+		}
+		o.Recorded += c.Recorded
+		o.Candidate += c.Candidate
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Tenant != b.Tenant {
+			return a.Tenant < b.Tenant
+		}
+		return a.Reason < b.Reason
+	})
+	reasons := make([]string, 0, len(others))
+	for reason := range others {
+		reasons = append(reasons, reason)
+	}
+	sort.Strings(reasons)
+	for _, reason := range reasons {
+		out = append(out, *others[reason])
+	}
+	return out
 }
