@@ -350,6 +350,10 @@ func (d *fastDecoder) line(line *Line) {
 				return
 			}
 			if dec.Principal == nil {
+				// As encoding/json does for a nil pointer: a new zero
+				// value, never the fields of an earlier object that a
+				// null since replaced.
+				l.block.principal = Principal{}
 				dec.Principal = &l.block.principal
 			}
 			d.principal(dec.Principal)
@@ -364,6 +368,7 @@ func (d *fastDecoder) line(line *Line) {
 				return
 			}
 			if dec.Revision == nil {
+				l.block.revision = Revision{}
 				dec.Revision = &l.block.revision
 			}
 			d.revision(dec.Revision)
