@@ -90,7 +90,9 @@ func (r *recorder) open(cfg Config) error {
 }
 
 // catalog writes the catalog line: every deployment of pin, and c's
-// capacity, in the catalog file's form.
+// capacity, in the catalog file's form; a file longer than
+// trace.PartBytes in parts, each waiting for room in the writer's queue
+// (New has not started serving: nothing else is recorded yet).
 func (r *recorder) catalog(c *catalog.Catalog, pin *catalog.Pin) error {
 	f := catalog.File{Capacity: c.Capacity()}
 	for _, key := range pin.Deployments() {
@@ -102,22 +104,41 @@ func (r *recorder) catalog(c *catalog.Catalog, pin *catalog.Pin) error {
 	if err != nil {
 		return fmt.Errorf("latentd: record: the catalog: %w", err)
 	}
-	r.w.Add(trace.Line{Kind: trace.KindCatalog, Order: r.provider.NextOrder(), T: r.now(),
-		Catalog: &trace.Catalog{Generation: pin.Generation(), File: data}})
+	if len(data) > trace.MaxPayloadBytes {
+		r.w.Add(trace.Line{Kind: trace.KindDropped, Order: r.provider.NextOrder(), T: r.now(), Dropped: &trace.Dropped{Lines: 1}})
+		return nil
+	}
+	parts := trace.Split(data)
+	for i, p := range parts {
+		l := trace.Line{Kind: trace.KindCatalog, Order: r.provider.NextOrder(), T: r.now(),
+			Catalog: &trace.Catalog{Generation: pin.Generation(), File: p}}
+		if len(parts) > 1 {
+			l.Catalog.Part, l.Catalog.Parts = uint32(i), uint32(len(parts))
+		}
+		r.w.AddWait(l)
+	}
 	return nil
 }
 
-// deployed writes a deploy line for d, deployed at gen. A deployment
-// that does not encode (never one that passed validation) writes a
-// dropped line instead, so the trace says it cannot be replayed exactly.
+// deployed writes a deploy line for d, deployed at gen; in parts when its
+// encoding is longer than trace.PartBytes. A deployment that does not
+// encode (never one that passed validation) writes a dropped line
+// instead, so the trace says it cannot be replayed exactly.
 func (r *recorder) deployed(gen uint64, d catalog.Deployment) error {
 	data, err := catalog.EncodeDeployment(d)
 	if err != nil {
 		r.w.Add(trace.Line{Kind: trace.KindDropped, Order: r.provider.NextOrder(), T: r.now(), Dropped: &trace.Dropped{Lines: 1}})
 		return err
 	}
-	r.w.Add(trace.Line{Kind: trace.KindDeploy, Order: r.provider.NextOrder(), T: r.now(),
-		Change: &trace.Change{Generation: gen, Deployment: data}})
+	parts := trace.Split(data)
+	for i, p := range parts {
+		l := trace.Line{Kind: trace.KindDeploy, Order: r.provider.NextOrder(), T: r.now(),
+			Change: &trace.Change{Generation: gen, Deployment: p}}
+		if len(parts) > 1 {
+			l.Change.DeploymentPart, l.Change.DeploymentParts = uint32(i), uint32(len(parts))
+		}
+		r.w.Add(l)
+	}
 	return nil
 }
 

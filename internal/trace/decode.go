@@ -85,6 +85,12 @@ func (l *Line) check() error {
 	if !ok || n != 1 || first != want {
 		return l.partsProblem(ok, want)
 	}
+	if c := l.Catalog; c != nil && c.Parts > 0 && c.Part >= c.Parts {
+		return fmt.Errorf("catalog_part %d is not below catalog_parts %d", c.Part, c.Parts)
+	}
+	if c := l.Change; c != nil && c.DeploymentParts > 0 && c.DeploymentPart >= c.DeploymentParts {
+		return fmt.Errorf("deployment_part %d is not below deployment_parts %d", c.DeploymentPart, c.DeploymentParts)
+	}
 	if l.Kind != KindHeader && l.Order == 0 {
 		return fmt.Errorf("a %q line without an order", l.Kind)
 	}

@@ -38,6 +38,8 @@ func FuzzFastDecoderMatchesEncodingJSON(f *testing.F) {
 		`{"k":"decision","order":1,"budget":{"wall_time_ns":1},"budget":{"cpu_fuel":2},"answer":"x"}`,
 		`{"k":"load","order":1,"queue_delay_ns":[1],"queue_delay_ns":null}`,
 		`{"k":"catalog","order":1,"catalog_json":""}`,
+		`{"k":"catalog","order":1,"catalog_generation":1,"catalog_json":"YQ==","catalog_part":1,"catalog_parts":2}`,
+		`{"k":"deploy","order":2,"generation":1,"deployment_json":"YQ==","deployment_part":0,"deployment_parts":4294967295}`,
 	} {
 		f.Add([]byte(s))
 	}

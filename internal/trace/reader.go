@@ -63,8 +63,13 @@ type Stats struct {
 	// Torn lists the files whose last line was cut short (the recorder
 	// stopped mid-line: a crash, a full disk): the recording ends there.
 	Torn []Position
-	// Lines is the number of lines handed out by Next.
+	// Lines is the number of lines Next took in order (each part of a
+	// payload in parts counts).
 	Lines uint64
+	// LostParts counts the parts of a catalog or deployment in parts that
+	// came without the others (a dropped line, a file that is gone): the
+	// payload is not handed out.
+	LostParts uint64
 }
 
 // FileRange is the file indexes From to To, both included.
@@ -104,6 +109,7 @@ type Reader struct {
 	ringLen  int
 	strings  *interner
 	scratch  Line // the line being decoded
+	asm      assembly
 	err      error
 }
 
@@ -376,9 +382,100 @@ func (r *Reader) Sample(seq uint64) (Load, bool) {
 }
 
 // Next returns the next line in Order, or io.EOF after the last. Header
-// lines are not returned (see [Reader.Header]). An error names the file
-// and line; after one, Next returns it again.
+// lines are not returned (see [Reader.Header]). A catalog or deployment
+// in parts is handed out as one line, with the whole payload, when its
+// last part is next; parts without the others are left out and counted
+// ([Stats.LostParts]). An error names the file and line; after one, Next
+// returns it again.
 func (r *Reader) Next() (Line, error) {
+	for {
+		l, err := r.nextLine()
+		if err != nil {
+			if err == io.EOF && r.asm.active {
+				r.stats.LostParts += uint64(r.asm.next)
+				r.asm = assembly{}
+			}
+			return l, err
+		}
+		whole, ok, err := r.assemble(l)
+		if err != nil {
+			r.err = err
+			r.closeAll()
+			return Line{}, err
+		}
+		if ok {
+			return whole, nil
+		}
+	}
+}
+
+// assembly is a payload in parts being put together.
+type assembly struct {
+	active      bool
+	kind        string
+	gen         uint64
+	next, parts uint32
+	buf         []byte
+}
+
+// assemble takes a line in order: a line not in parts is itself; a part
+// joins the payload it continues, which is handed out with its last
+// part (ok).
+func (r *Reader) assemble(l Line) (Line, bool, error) {
+	var part, parts uint32
+	var data []byte
+	var gen uint64
+	switch {
+	case l.Kind == KindCatalog && l.Catalog.Parts > 0:
+		part, parts, data, gen = l.Catalog.Part, l.Catalog.Parts, l.Catalog.File, l.Catalog.Generation
+	case l.Kind == KindDeploy && l.Change.DeploymentParts > 0:
+		part, parts, data, gen = l.Change.DeploymentPart, l.Change.DeploymentParts, l.Change.Deployment, l.Change.Generation
+	default:
+		return l, true, nil
+	}
+	a := &r.asm
+	if part == 0 {
+		if a.active {
+			r.stats.LostParts += uint64(a.next)
+		}
+		*a = assembly{active: true, kind: l.Kind, gen: gen, parts: parts}
+	} else if !a.active || a.kind != l.Kind || a.gen != gen || a.parts != parts || a.next != part {
+		// A part whose predecessors were lost (dropped, or in a file
+		// that is gone).
+		if a.active {
+			r.stats.LostParts += uint64(a.next)
+			*a = assembly{}
+		}
+		r.stats.LostParts++
+		return Line{}, false, nil
+	}
+	if int64(len(a.buf))+int64(len(data)) > MaxPayloadBytes {
+		pos := r.lastPos
+		return Line{}, false, &LineError{File: pos.File, Line: pos.Line,
+			Err: fmt.Errorf("a %s in parts longer than %d bytes", l.Kind, MaxPayloadBytes)}
+	}
+	a.buf = append(a.buf, data...)
+	a.next++
+	if a.next < parts {
+		return Line{}, false, nil
+	}
+	whole := l
+	switch l.Kind {
+	case KindCatalog:
+		c := *l.Catalog
+		c.File, c.Part, c.Parts = a.buf, 0, 0
+		whole.Catalog = &c
+	default:
+		c := *l.Change
+		c.Deployment, c.DeploymentPart, c.DeploymentParts = a.buf, 0, 0
+		whole.Change = &c
+	}
+	*a = assembly{}
+	return whole, true, nil
+}
+
+// nextLine is the next line in Order, parts as they are.
+func (r *Reader) nextLine() (Line, error) {
 	if r.err != nil {
 		return Line{}, r.err
 	}
@@ -450,7 +547,8 @@ func (r *Reader) readOne() (bool, error) {
 		case KindHeader:
 			return false, &LineError{File: s.path, Line: s.line, Err: errors.New("a header after the first line")}
 		case KindCatalog:
-			if r.cur != 0 || s.header.File != 0 {
+			// A catalog in parts may run on into the next files.
+			if (r.cur != 0 || s.header.File != 0) && (l.Catalog.Parts == 0 || l.Catalog.Part == 0) {
 				return false, &LineError{File: s.path, Line: s.line, Err: errors.New("a catalog line outside the first file")}
 			}
 		case KindLoad:
@@ -511,6 +609,9 @@ func (s Stats) Inexact() []string {
 			idx[i] = g.String()
 		}
 		out = append(out, "trace files missing (file index "+strings.Join(idx, ", ")+")")
+	}
+	if s.LostParts > 0 {
+		out = append(out, fmt.Sprintf("%d parts of a catalog or deployment came without their other parts", s.LostParts))
 	}
 	for _, p := range s.Torn {
 		out = append(out, fmt.Sprintf("the recording ends in a torn line (%s)", p))

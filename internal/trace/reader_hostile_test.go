@@ -1,6 +1,9 @@
 package trace
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,4 +84,69 @@ func TestReaderTakesATornLastLineAsTheEnd(t *testing.T) {
 	_, err = r3.Next()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), p+":2: not a trace line")
+}
+
+func catalogPart(order uint64, gen uint64, data string, part, parts uint32) string {
+	l := Line{Kind: KindCatalog, Order: order, Catalog: &Catalog{Generation: gen, File: []byte(data), Part: part, Parts: parts}}
+	b, _ := json.Marshal(l)
+	return string(b)
+}
+
+func deployPart(order uint64, gen uint64, data string, part, parts uint32) string {
+	l := Line{Kind: KindDeploy, Order: order, Change: &Change{Generation: gen, Deployment: []byte(data), DeploymentPart: part, DeploymentParts: parts}}
+	b, _ := json.Marshal(l)
+	return string(b)
+}
+
+func TestReaderPutsPartsTogether(t *testing.T) {
+	p := writeTrace(t, "a.jsonl", header(0),
+		catalogPart(1, 3, "abc", 0, 3), release(2), catalogPart(4, 3, "ghi", 2, 3), catalogPart(3, 3, "def", 1, 3),
+		deployPart(5, 4, "12", 0, 2), deployPart(6, 4, "34", 1, 2),
+		// Lost: part 1 of 3 never comes.
+		deployPart(7, 5, "xx", 0, 3), deployPart(8, 5, "zz", 2, 3),
+		// An orphan part, and a whole line after.
+		deployPart(9, 6, "yy", 1, 2), release(10))
+	r, err := Open([]string{p}, 0)
+	require.NoError(t, err)
+	defer r.Close()
+	var got []string
+	for {
+		l, err := r.Next()
+		if err != nil {
+			require.ErrorIs(t, err, io.EOF)
+			break
+		}
+		switch l.Kind {
+		case KindCatalog:
+			got = append(got, fmt.Sprintf("catalog %d %s %d/%d", l.Order, l.Catalog.File, l.Catalog.Part, l.Catalog.Parts))
+		case KindDeploy:
+			got = append(got, fmt.Sprintf("deploy %d %s %d/%d", l.Order, l.Change.Deployment, l.Change.DeploymentPart, l.Change.DeploymentParts))
+		default:
+			got = append(got, fmt.Sprintf("%s %d", l.Kind, l.Order))
+		}
+	}
+	assert.Equal(t, []string{"release 2", "catalog 4 abcdefghi 0/0", "deploy 6 1234 0/0", "release 10"}, got)
+	assert.EqualValues(t, 3, r.Stats().LostParts)
+	assert.Equal(t, []string{"3 parts of a catalog or deployment came without their other parts"}, r.Stats().Inexact())
+}
+
+func TestSplitCutsAtPartBytes(t *testing.T) {
+	assert.Equal(t, [][]byte{{}}, Split([]byte{}))
+	data := make([]byte, 2*PartBytes+5)
+	parts := Split(data)
+	require.Len(t, parts, 3)
+	assert.Len(t, parts[0], PartBytes)
+	assert.Len(t, parts[2], 5)
+	// The longest line a part makes fits the reader's limit.
+	l := Line{Kind: KindCatalog, Order: 1<<64 - 1, T: -1 << 63, Catalog: &Catalog{Generation: 1<<64 - 1, File: parts[0], Part: 1<<32 - 2, Parts: 1<<32 - 1}}
+	b, err := json.Marshal(l)
+	require.NoError(t, err)
+	assert.Less(t, len(b), MaxLineBytes)
+}
+
+func TestAPartOutOfRangeIsRefused(t *testing.T) {
+	var l Line
+	err := DecodeLine([]byte(catalogPart(1, 1, "a", 3, 3)), &l)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "catalog_part 3 is not below catalog_parts 3")
 }

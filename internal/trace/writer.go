@@ -187,27 +187,58 @@ func (l *Line) QueuedBytes() int64 {
 // (and counted when the queue was full) and Add returns false. The line's
 // parts must not be changed after Add.
 func (w *Writer) Add(line Line) bool {
+	switch w.tryAdd(&line) {
+	case added:
+		return true
+	case full:
+		w.dropped.Add(1)
+	}
+	return false
+}
+
+// AddWait queues line, waiting while the queue is full: for the lines of
+// the catalog a recording starts with, which may be far more than the
+// queue's bytes. False when the writer is closed.
+func (w *Writer) AddWait(line Line) bool {
+	for {
+		switch w.tryAdd(&line) {
+		case added:
+			return true
+		case closed:
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+type addResult int
+
+const (
+	added addResult = iota
+	full
+	closed
+)
+
+func (w *Writer) tryAdd(line *Line) addResult {
 	if w.closed.Load() {
-		return false
+		return closed
 	}
 	n := line.QueuedBytes()
 	for {
 		q := w.queued.Load()
 		if q > 0 && q+n > w.cfg.BufferBytes {
-			w.dropped.Add(1)
-			return false
+			return full
 		}
 		if w.queued.CompareAndSwap(q, q+n) {
 			break
 		}
 	}
 	select {
-	case w.lines <- line:
-		return true
+	case w.lines <- *line:
+		return added
 	default:
 		w.queued.Add(-n)
-		w.dropped.Add(1)
-		return false
+		return full
 	}
 }
 
