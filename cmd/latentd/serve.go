@@ -87,7 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "the log's and the access log's `FORMAT` on standard error: text or json")
 	fs.BoolVar(&o.accessLog, "access-log", true, "log one line per answered request (method, path pattern, validated tenant, service, route and activation ID, status, outcome or reason, duration, bytes)")
 	fs.StringVar(&o.record, "record", "", "record every admission decision, and what a replay needs, to the trace `FILE` (JSON lines; created or truncated; docs/record-and-shadow.md)")
-	fs.Int64Var(&o.recordMaxBytes, "record-max-bytes", 0, "rotate the -record file once it reaches `N` bytes: FILE becomes FILE.1 (replacing an older one) and a new FILE begins (0: no rotation)")
+	fs.Int64Var(&o.recordMaxBytes, "record-max-bytes", 0, "rotate the -record file once it reaches `N` bytes: FILE becomes FILE.1 (replacing an older one) and a new FILE begins (0: no rotation; else at least 1048576)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -106,6 +106,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.recordMaxBytes < 0 {
 		return o, errors.New("-record-max-bytes: must not be negative")
+	}
+	if o.recordMaxBytes > 0 && o.recordMaxBytes < latentd.MinRecordMaxBytes {
+		return o, fmt.Errorf("-record-max-bytes: must be 0 (no rotation) or at least %d (1 MiB), so that a shutdown's rotations fit the stop timeout", latentd.MinRecordMaxBytes)
 	}
 	if o.store != "" && o.artifacts == "" {
 		// The store keeps deployments across restarts; a temporary

@@ -3,6 +3,7 @@ package latentd
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -19,6 +20,14 @@ const (
 	DefaultRetryAfterSeconds  = uint32(1)
 	DefaultShutdownGrace      = 10 * time.Second
 	DefaultMaxDeploymentBytes = 1 << 20
+	// MinRecordMaxBytes is the least positive RecordMaxBytes: a shutdown
+	// drains the recorder's queue (at most trace.DefaultBufferBytes, 64
+	// MiB), rotating every RecordMaxBytes, and each rotation is an fsync,
+	// a rename and an open. At 1 MiB that is at most 65 rotations, well
+	// within the unit's TimeoutStopSec=30 (docs/record-and-shadow.md:
+	// 0.6 s to close a full queue measured); at 1 byte it was one per
+	// line, and shutdown took 32 s.
+	MinRecordMaxBytes = 1 << 20
 	DefaultReadHeaderTimeout  = 5 * time.Second
 	DefaultIdleTimeout        = 60 * time.Second
 	DefaultMaxHeaderBytes     = 16 << 10
@@ -115,6 +124,9 @@ func (c *Config) setDefaults(ceiling time.Duration) error {
 	}
 	if c.RecordMaxBytes < 0 {
 		return errors.New("latentd: RecordMaxBytes must not be negative")
+	}
+	if c.RecordMaxBytes > 0 && c.RecordMaxBytes < MinRecordMaxBytes {
+		return fmt.Errorf("latentd: RecordMaxBytes must be 0 (no rotation) or at least %d", MinRecordMaxBytes)
 	}
 	if c.Capacity == (catalog.Capacity{}) {
 		c.Capacity = catalog.GenerousCapacity
