@@ -27,10 +27,10 @@ const (
 	// within the unit's TimeoutStopSec=30 (docs/record-and-shadow.md:
 	// 0.6 s to close a full queue measured); at 1 byte it was one per
 	// line, and shutdown took 32 s.
-	MinRecordMaxBytes = 1 << 20
-	DefaultReadHeaderTimeout  = 5 * time.Second
-	DefaultIdleTimeout        = 60 * time.Second
-	DefaultMaxHeaderBytes     = 16 << 10
+	MinRecordMaxBytes        = 1 << 20
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	DefaultMaxHeaderBytes    = 16 << 10
 )
 
 // Config is a node's configuration. Policy, Tokens and Guests are
