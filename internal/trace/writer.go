@@ -406,7 +406,7 @@ func (w *Writer) fail(err error) {
 	w.failing = w.pathError(err)
 	w.lastTry = time.Now()
 	w.failures.Add(1)
-	w.stopped.Store(&w.failing)
+	w.publishStopped()
 	w.reported = w.reportedSynced
 	if w.unflushed > 0 {
 		w.written.Add(^(w.unflushed - 1))
@@ -449,7 +449,7 @@ func (w *Writer) retry() {
 	if err != nil {
 		w.bw.Reset(w.f)
 		w.failing = w.pathError(err)
-		w.stopped.Store(&w.failing)
+		w.publishStopped()
 		return
 	}
 	w.synced = w.size
@@ -459,6 +459,12 @@ func (w *Writer) retry() {
 		w.cfg.Logger.Info("recording resumed: a trace write succeeded again", "file", w.cfg.Path,
 			"stopped_on", failed.Error(), "dropped_lines_total", w.dropped.Load())
 	}
+}
+
+// publishStopped hands the error the recording is stopped on to Err.
+func (w *Writer) publishStopped() {
+	err := w.failing
+	w.stopped.Store(&err)
 }
 
 // openFile opens the current file and writes its header; on error the
