@@ -222,6 +222,13 @@ func Open(paths []string, window int) (*Reader, error) {
 	for _, p := range paths {
 		s := &source{path: p}
 		h, err := s.open()
+		if errors.Is(err, errNoHeader) {
+			// Empty, or a header cut short: the recorder stopped as it
+			// began this file. Nothing of the recording is in it.
+			_ = s.close()
+			r.stats.Torn = append(r.stats.Torn, Position{File: p, Line: 1})
+			continue
+		}
 		if err != nil {
 			r.closeAll()
 			_ = s.close()
@@ -230,6 +237,9 @@ func Open(paths []string, window int) (*Reader, error) {
 		s.header = h
 		_ = s.close() // reopened when its turn comes
 		r.files = append(r.files, s)
+	}
+	if len(r.files) == 0 {
+		return nil, &LineError{File: paths[0], Line: 1, Err: errors.New("empty file: no header")}
 	}
 	sort.SliceStable(r.files, func(i, j int) bool { return r.files[i].header.File < r.files[j].header.File })
 	first := r.files[0]
@@ -253,6 +263,10 @@ func Open(paths []string, window int) (*Reader, error) {
 	return r, nil
 }
 
+// errNoHeader is a file without a whole header line: empty, or its only
+// line cut short.
+var errNoHeader = errors.New("empty file: no header")
+
 // open opens s and reads its header line.
 func (s *source) open() (Header, error) {
 	f, err := os.Open(s.path)
@@ -260,15 +274,18 @@ func (s *source) open() (Header, error) {
 		return Header{}, err
 	}
 	s.f, s.br, s.line, s.done = f, bufio.NewReaderSize(f, 64<<10), 0, false
-	data, _, err := s.readLine()
+	data, final, err := s.readLine()
 	if err == io.EOF {
-		return Header{}, &LineError{File: s.path, Line: 1, Err: errors.New("empty file: no header")}
+		return Header{}, &LineError{File: s.path, Line: 1, Err: errNoHeader}
 	}
 	if err != nil {
 		return Header{}, err
 	}
 	var l Line
 	if err := DecodeLine(data, &l); err != nil {
+		if final {
+			return Header{}, &LineError{File: s.path, Line: s.line, Err: fmt.Errorf("%w: %v", errNoHeader, err)}
+		}
 		return Header{}, &LineError{File: s.path, Line: s.line, Err: err}
 	}
 	if l.Kind != KindHeader {

@@ -150,3 +150,28 @@ func TestAPartOutOfRangeIsRefused(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "catalog_part 3 is not below catalog_parts 3")
 }
+
+func TestReaderSkipsAFileWithoutAWholeHeader(t *testing.T) {
+	a := writeTrace(t, "a.jsonl", header(0), release(1), release(2))
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.jsonl")
+	require.NoError(t, os.WriteFile(empty, nil, 0o600))
+	h := header(1)
+	torn := filepath.Join(dir, "torn.jsonl")
+	require.NoError(t, os.WriteFile(torn, []byte(h[:len(h)/2]), 0o600))
+	r, err := Open([]string{empty, a, torn}, 0)
+	require.NoError(t, err)
+	defer r.Close()
+	assert.Equal(t, []uint64{1, 2}, readAll(t, r))
+	assert.Equal(t, []Position{{File: empty, Line: 1}, {File: torn, Line: 1}}, r.Stats().Torn)
+	assert.Len(t, r.Stats().Inexact(), 2)
+
+	_, err = Open([]string{empty}, 0)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), empty+":1: empty file: no header")
+	// A whole bad header is still refused.
+	bad := writeTrace(t, "bad.jsonl", `{"k":"header","version":2,"start_unix_ns":1,"file":0,"policy_sha256":""}`)
+	_, err = Open([]string{bad, a}, 0)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "version 2")
+}

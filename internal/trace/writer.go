@@ -435,6 +435,11 @@ func (w *Writer) retry() {
 		}
 	case w.f == nil:
 		err = w.openFile()
+	case w.synced == 0:
+		// Not even the header reached the file: begin it again.
+		_ = w.f.Close()
+		w.f = nil
+		err = w.openFile()
 	default:
 		if err = w.f.Truncate(w.synced); err == nil {
 			if _, err = w.f.Seek(w.synced, io.SeekStart); err == nil {
@@ -524,7 +529,9 @@ func (w *Writer) rotate() {
 	w.file++
 	if err := w.openFile(); err != nil {
 		w.fail(err)
+		return
 	}
+	w.flush() // the header at once: a file is never left without one
 }
 
 // finish ends the last file.

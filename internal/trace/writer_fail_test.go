@@ -217,3 +217,30 @@ func TestALineLargerThanTheByteBoundGoesThroughAnEmptyQueue(t *testing.T) {
 	require.NoError(t, w.Close())
 	assert.EqualValues(t, 1, w.Written())
 }
+
+func TestAFileBegunOnAFullDiskGetsItsHeaderOnRetry(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	disk := &fullDisk{}
+	var created atomic.Int32
+	one := decision(1)
+	// The disk fills as the rotation begins the second file.
+	w, err := trace.NewWriter(trace.WriterConfig{Path: path, MaxBytes: 1, Create: func(p string) (trace.File, error) {
+		if created.Add(1) == 2 {
+			disk.full.Store(true)
+		}
+		return disk.create(p)
+	}})
+	require.NoError(t, err)
+	require.True(t, w.Add(one))
+	require.Eventually(t, func() bool { return w.Err() != nil }, patience, time.Millisecond)
+	disk.full.Store(false)
+	require.Eventually(t, func() bool { return w.Err() == nil }, patience, 10*time.Millisecond)
+	require.NoError(t, w.Close())
+	older, newer := readLines(t, path+".1"), readLines(t, path)
+	require.Len(t, older, 2)
+	assert.EqualValues(t, 1, older[1].Order)
+	require.NotEmpty(t, newer)
+	require.Equal(t, trace.KindHeader, newer[0].Kind, "the new file begins with its header")
+	assert.EqualValues(t, 1, newer[0].Header.File)
+}
