@@ -46,3 +46,44 @@ func TestAddSat(t *testing.T) {
 	assert.Equal(t, int64(3), addSat(1, 2))
 	assert.Equal(t, int64(-1), addSat(math.MaxInt64, math.MinInt64))
 }
+
+func TestTheRecordedHoldsFollowedAreBounded(t *testing.T) {
+	p := loadPolicy(t)
+	rec, err := shadowtest.NewRecorder(p, catalogJSON(t))
+	require.NoError(t, err)
+	require.NoError(t, shadowtest.Workload{Decisions: 20, SampleEvery: 10, Seed: 8}.Run(rec))
+	var admitted *trace.Decision
+	for i := range rec.Lines {
+		if d := rec.Lines[i].Decision; d != nil && d.Answer == trace.AnswerAdmitted {
+			admitted = d
+		}
+	}
+	require.NotNil(t, admitted)
+	// Admissions that are never released: a hostile trace's.
+	for range 100 {
+		d := *admitted
+		rec.Lines = append(rec.Lines, trace.Line{Kind: trace.KindDecision, Order: rec.Provider.NextOrder(), T: 1, Decision: &d})
+	}
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	require.NoError(t, rec.Write(path))
+	defer func(n int) { maxOpenHolds = n }(maxOpenHolds)
+	maxOpenHolds = 10
+	res, err := Replay(Config{Policy: p, Files: []string{path}})
+	require.NoError(t, err)
+	assert.False(t, res.Exact)
+	require.NotEmpty(t, res.Inexact)
+	assert.Contains(t, res.Inexact[len(res.Inexact)-1], "recorded admissions past the 10 unreleased ones followed at once")
+	for _, s := range res.Series {
+		if s.Scope == "node" {
+			assert.LessOrEqual(t, maxFloat(s.Recorded), float64(10))
+		}
+	}
+}
+
+func maxFloat(v []float64) float64 {
+	m := 0.0
+	for _, x := range v {
+		m = max(m, x)
+	}
+	return m
+}

@@ -48,6 +48,12 @@ const (
 	// reservoirSize bounds the recorded durations kept per route for
 	// the medians.
 	reservoirSize = 1024
+	// MaxOpenHolds bounds the recorded admissions not yet released that
+	// a replay follows at once (in the recorded series and for the
+	// medians); past it a recorded admission is not followed, and the
+	// replay is not exact. A node holds far fewer: its live and queued
+	// limits bound them.
+	MaxOpenHolds = 1 << 20
 	// maxRoutes bounds the routes whose recorded durations the first
 	// pass keeps; a route past it has no median (its holds are
 	// estimated with the granted wall time).
@@ -70,6 +76,9 @@ const (
 	// a longer one is cut and ends in "…".
 	MaxNameBytes = 128
 )
+
+// maxOpenHolds is MaxOpenHolds; a test lowers it.
+var maxOpenHolds = MaxOpenHolds
 
 // knownAnswers are the answers a replay counts by name.
 var knownAnswers = func() map[string]bool {
@@ -252,7 +261,7 @@ func firstPass(cfg Config) (*pass, error) {
 		}
 		switch l.Kind {
 		case trace.KindDecision:
-			if l.Decision.Answer == trace.AnswerAdmitted {
+			if l.Decision.Answer == trace.AnswerAdmitted && len(open) < maxOpenHolds {
 				open[l.Order] = routeKey(l.Decision.Target)
 			}
 		case trace.KindStart:
@@ -380,6 +389,7 @@ type replay struct {
 	nextSample, sampleStep int64
 
 	missingSamples, oldPins, futurePins uint64
+	untracked                           uint64 // recorded admissions past MaxOpenHolds
 	catalogSeen, noCatalog              bool
 }
 
@@ -842,6 +852,12 @@ func (r *replay) candidate(l *trace.Line, recorded Answer) (Answer, *core.Admiss
 
 // holdRecorded counts a recorded admission in the recorded series.
 func (r *replay) holdRecorded(l *trace.Line, p *core.AdmissionPermit) {
+	if len(r.recHolds) >= maxOpenHolds {
+		// More recorded admissions unreleased at once than any node
+		// holds: a trace not written by latentd. Not counted.
+		r.untracked++
+		return
+	}
 	d := l.Decision
 	h := &recHold{tenant: -1, trust: -1, queue: -1}
 	if i, ok := r.tenantIx[d.Target.Tenant]; ok {
@@ -943,6 +959,9 @@ func (r *replay) result() *Result {
 	}
 	if r.futurePins > 0 {
 		res.Inexact = append(res.Inexact, fmt.Sprintf("%d decisions resolved in a catalog generation whose change came later in the trace", r.futurePins))
+	}
+	if r.untracked > 0 {
+		res.Inexact = append(res.Inexact, fmt.Sprintf("%d recorded admissions past the %d unreleased ones followed at once", r.untracked, maxOpenHolds))
 	}
 	if r.oldPins > 0 {
 		res.Inexact = append(res.Inexact, fmt.Sprintf("%d decisions resolved in a catalog generation older than the %d kept", r.oldPins, KeptPins))
