@@ -2,6 +2,7 @@ package shadow
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -86,4 +87,18 @@ func maxFloat(v []float64) float64 {
 		m = max(m, x)
 	}
 	return m
+}
+
+func TestATornLastLineEndsTheReplayInexactly(t *testing.T) {
+	p := loadPolicy(t)
+	path, _ := record(t, p, shadowtest.Workload{Decisions: 200, SampleEvery: 50, Seed: 9})
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	// Cut the file in the middle of its last line: a full disk, a crash.
+	require.NoError(t, os.WriteFile(path, data[:len(data)-20], 0o600))
+	res, err := Replay(Config{Policy: p, Files: []string{path}})
+	require.NoError(t, err, "a torn last line is the end of the recording, not a bad trace")
+	assert.False(t, res.Exact)
+	require.NotEmpty(t, res.Inexact)
+	assert.Contains(t, res.Inexact[0], "the recording ends in a torn line ("+path+":")
 }
