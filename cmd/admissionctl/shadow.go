@@ -111,6 +111,16 @@ func runShadow(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Catalog = &f
 	}
+	// The report's file is opened before the replay, so that a path that
+	// cannot be written fails at once, not after the whole trace.
+	var report *reportFile
+	if a.report != "" {
+		if report, err = openReport(a.report); err != nil {
+			fmt.Fprintf(stderr, "admissionctl shadow: the report: %s\n", strictjson.Printable(err.Error()))
+			return exitUnreadable
+		}
+		defer report.abandon()
+	}
 	res, err := shadow.Replay(cfg)
 	if err != nil {
 		var le *trace.LineError
@@ -127,25 +137,54 @@ func runShadow(args []string, stdout, stderr io.Writer) int {
 		return exitProblems
 	}
 	printShadow(stdout, res)
-	if a.report != "" {
-		if err := writeShadowReport(a.report, res); err != nil {
+	if report != nil {
+		if err := report.write(res); err != nil {
 			fmt.Fprintf(stderr, "admissionctl shadow: the report: %s\n", strictjson.Printable(err.Error()))
-			return exitProblems
+			return exitUnreadable
 		}
 	}
 	return exitOK
 }
 
-func writeShadowReport(path string, res *shadow.Result) error {
-	f, err := os.Create(path)
+// reportFile is the -report file, opened for writing before the replay.
+type reportFile struct {
+	f       *os.File
+	created bool // it did not exist: abandon removes it
+	done    bool
+}
+
+// openReport opens path for writing without truncating it yet.
+func openReport(path string) (*reportFile, error) {
+	_, statErr := os.Lstat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := shadow.WriteReport(f, res); err != nil {
-		f.Close()
-		return err
+	return &reportFile{f: f, created: errors.Is(statErr, fs.ErrNotExist)}, nil
+}
+
+// write replaces the file's content with res's report and closes it.
+func (r *reportFile) write(res *shadow.Result) error {
+	r.done = true
+	err := r.f.Truncate(0)
+	if err == nil {
+		err = shadow.WriteReport(r.f, res)
 	}
-	return f.Close()
+	if e := r.f.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// abandon closes a report never written, removing the file it created.
+func (r *reportFile) abandon() {
+	if r.done {
+		return
+	}
+	_ = r.f.Close()
+	if r.created {
+		_ = os.Remove(r.f.Name())
+	}
 }
 
 // printShadow prints the refusal table, the changed decisions and the

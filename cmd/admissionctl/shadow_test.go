@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"latent.dev/admission/internal/shadow/shadowtest"
+	"latent.dev/admission/internal/trace"
 	"latent.dev/admission/policy"
 )
 
@@ -121,4 +123,55 @@ func TestShadowExitCodes(t *testing.T) {
 			assert.Contains(t, errOut, c.stderr)
 		})
 	}
+}
+
+func TestAnUnwritableReportFailsBeforeTheReplay(t *testing.T) {
+	// A trace whose replay would fail: the report's error comes first.
+	tr := shadowTrace(t)
+	data, err := os.ReadFile(tr)
+	require.NoError(t, err)
+	lines := strings.Split(string(data), "\n")
+	lines[len(lines)-2] = `{"k":"load","order":1,"bogus":true}`
+	require.NoError(t, os.WriteFile(tr, []byte(strings.Join(lines, "\n")), 0o644))
+	report := filepath.Join(t.TempDir(), "missing", "report.html")
+	code, out, errOut := runShadowCmd("-policy", shadowPolicy, "-report", report, tr)
+	assert.Equal(t, 3, code, errOut)
+	assert.Contains(t, errOut, "admissionctl shadow: the report: open "+report+": no such file or directory")
+	assert.NotContains(t, errOut, "bogus", "the replay never ran")
+	assert.Empty(t, out)
+
+	// A report that could be opened is not left behind by a replay that fails.
+	report = filepath.Join(t.TempDir(), "report.html")
+	code, _, errOut = runShadowCmd("-policy", shadowPolicy, "-report", report, tr)
+	assert.Equal(t, 1, code, errOut)
+	assert.NoFileExists(t, report)
+}
+
+func TestAFloodPrintsABoundedTable(t *testing.T) {
+	data, err := os.ReadFile(shadowPolicy)
+	require.NoError(t, err)
+	p, err := policy.DecodePolicy(data)
+	require.NoError(t, err)
+	cat, err := os.ReadFile("../../testdata/catalog/good.json")
+	require.NoError(t, err)
+	rec, err := shadowtest.NewRecorder(p, cat)
+	require.NoError(t, err)
+	require.NoError(t, shadowtest.Workload{Decisions: 100, SampleEvery: 100, Seed: 1}.Run(rec))
+	long := strings.Repeat("x", 2000)
+	for i := range 3000 {
+		name := long + strconv.Itoa(i)
+		rec.Lines = append(rec.Lines, trace.Line{Kind: trace.KindDecision, Order: rec.Provider.NextOrder(), T: 1,
+			Decision: &trace.Decision{Stage: trace.StageEdge, Target: trace.Target{Tenant: name, Service: name, Route: name},
+				ActivationID: name, Answer: trace.AnswerUnauthenticated}})
+	}
+	tr := filepath.Join(t.TempDir(), "trace.jsonl")
+	require.NoError(t, rec.Write(tr))
+	report := filepath.Join(t.TempDir(), "report.html")
+	code, out, errOut := runShadowCmd("-policy", shadowPolicy, "-report", report, tr)
+	require.Equal(t, 0, code, errOut)
+	assert.Less(t, len(out), 64<<10, "3,000 invented tenants print a bounded table")
+	assert.Contains(t, out, "(other tenants)")
+	info, err := os.Stat(report)
+	require.NoError(t, err)
+	assert.Less(t, info.Size(), int64(1<<20))
 }

@@ -87,7 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "the log's and the access log's `FORMAT` on standard error: text or json")
 	fs.BoolVar(&o.accessLog, "access-log", true, "log one line per answered request (method, path pattern, validated tenant, service, route and activation ID, status, outcome or reason, duration, bytes)")
 	fs.StringVar(&o.record, "record", "", "record every admission decision, and what a replay needs, to the trace `FILE` (JSON lines; created or truncated; docs/record-and-shadow.md)")
-	fs.Int64Var(&o.recordMaxBytes, "record-max-bytes", 0, "rotate the -record file once it reaches `N` bytes: FILE becomes FILE.1 (replacing an older one) and a new FILE begins (0: no rotation)")
+	fs.Int64Var(&o.recordMaxBytes, "record-max-bytes", 0, "rotate the -record file once it reaches `N` bytes: FILE becomes FILE.1 (replacing an older one) and a new FILE begins (0: no rotation; else at least 1048576)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -106,6 +106,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.recordMaxBytes < 0 {
 		return o, errors.New("-record-max-bytes: must not be negative")
+	}
+	if o.recordMaxBytes > 0 && o.recordMaxBytes < latentd.MinRecordMaxBytes {
+		return o, fmt.Errorf("-record-max-bytes: must be 0 (no rotation) or at least %d (1 MiB), so that a shutdown's rotations fit the stop timeout", latentd.MinRecordMaxBytes)
 	}
 	if o.store != "" && o.artifacts == "" {
 		// The store keeps deployments across restarts; a temporary
@@ -321,7 +324,7 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	s, err := start(ctx, o, logger)
 	if err != nil {
 		// edge/latentd's errors name their package already.
-		fmt.Fprintln(stderr, "latentd:", strings.TrimPrefix(err.Error(), "latentd: "))
+		fmt.Fprintln(stderr, nodeErrorLines(err))
 		return 1
 	}
 	defer s.cleanup()
@@ -350,7 +353,7 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	fmt.Fprintln(stdout, "latentd: shutting down")
 	if err := s.node.Shutdown(context.Background()); err != nil {
-		fmt.Fprintln(stderr, "latentd:", err)
+		fmt.Fprintln(stderr, nodeErrorLines(err))
 		return 1
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
@@ -359,4 +362,15 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	fmt.Fprintln(stdout, "latentd: stopped; every permit released, store closed")
 	return 0
+}
+
+// nodeErrorLines is an edge/latentd error as latentd prints it: each of
+// its lines (errors.Join joins a shutdown's) begins "latentd: " once,
+// though the package names itself already.
+func nodeErrorLines(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = "latentd: " + strings.TrimPrefix(l, "latentd: ")
+	}
+	return strings.Join(lines, "\n")
 }

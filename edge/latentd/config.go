@@ -3,11 +3,13 @@ package latentd
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
+	"latent.dev/admission/internal/trace"
 	"latent.dev/admission/node/loadsampler"
 	"latent.dev/admission/policy"
 )
@@ -18,9 +20,17 @@ const (
 	DefaultRetryAfterSeconds  = uint32(1)
 	DefaultShutdownGrace      = 10 * time.Second
 	DefaultMaxDeploymentBytes = 1 << 20
-	DefaultReadHeaderTimeout  = 5 * time.Second
-	DefaultIdleTimeout        = 60 * time.Second
-	DefaultMaxHeaderBytes     = 16 << 10
+	// MinRecordMaxBytes is the least positive RecordMaxBytes: a shutdown
+	// drains the recorder's queue (at most trace.DefaultBufferBytes, 64
+	// MiB), rotating every RecordMaxBytes, and each rotation is an fsync,
+	// a rename and an open. At 1 MiB that is at most 65 rotations, well
+	// within the unit's TimeoutStopSec=30 (docs/record-and-shadow.md:
+	// 0.6 s to close a full queue measured); at 1 byte it was one per
+	// line, and shutdown took 32 s.
+	MinRecordMaxBytes        = 1 << 20
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	DefaultMaxHeaderBytes    = 16 << 10
 )
 
 // Config is a node's configuration. Policy, Tokens and Guests are
@@ -97,6 +107,9 @@ type Config struct {
 	// RecordPolicySHA256 is the SHA-256 (hex) of the policy file's bytes,
 	// for the trace's header; empty when the caller has no file.
 	RecordPolicySHA256 string
+	// recordCreate, when set, opens the trace file instead of the file
+	// system (a test's seam: a full disk).
+	recordCreate func(path string) (trace.File, error)
 }
 
 func (c *Config) setDefaults(ceiling time.Duration) error {
@@ -111,6 +124,9 @@ func (c *Config) setDefaults(ceiling time.Duration) error {
 	}
 	if c.RecordMaxBytes < 0 {
 		return errors.New("latentd: RecordMaxBytes must not be negative")
+	}
+	if c.RecordMaxBytes > 0 && c.RecordMaxBytes < MinRecordMaxBytes {
+		return fmt.Errorf("latentd: RecordMaxBytes must be 0 (no rotation) or at least %d", MinRecordMaxBytes)
 	}
 	if c.Capacity == (catalog.Capacity{}) {
 		c.Capacity = catalog.GenerousCapacity

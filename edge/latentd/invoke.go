@@ -47,7 +47,7 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	principal, ok := n.tokens.Load().Authenticate(bearerToken(r.Header))
 	if !ok {
 		if n.rec != nil {
-			n.rec.edgeUnauthenticated(r, n.provider.Policy().Node().BudgetCeiling)
+			n.rec.edgeUnauthenticated(r, n.provider.Policy().Node())
 		}
 		unauthorized(w)
 		return
@@ -58,7 +58,7 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 		// other tenant or its deployment exists cannot show; the answer
 		// is admission's own for an unauthorized principal (step 3).
 		if n.rec != nil {
-			n.rec.edgeDenied(r, principal, n.provider.Policy().Node().BudgetCeiling)
+			n.rec.edgeDenied(r, principal, n.provider.Policy().Node())
 		}
 		n.reject(w, errPrincipalDenied)
 		return

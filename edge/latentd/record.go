@@ -80,7 +80,8 @@ func (r *recorder) now() int64 { return int64(time.Since(r.start)) }
 // open starts the trace file; the provider must be set.
 func (r *recorder) open(cfg Config) error {
 	w, err := trace.NewWriter(trace.WriterConfig{Path: cfg.RecordPath, MaxBytes: cfg.RecordMaxBytes,
-		StartUnixNano: r.start.UnixNano(), PolicySHA256: cfg.RecordPolicySHA256, NextOrder: r.provider.NextOrder})
+		StartUnixNano: r.start.UnixNano(), PolicySHA256: cfg.RecordPolicySHA256, NextOrder: r.provider.NextOrder,
+		Logger: cfg.Logger.With("component", "record"), Create: cfg.recordCreate})
 	if err != nil {
 		return fmt.Errorf("latentd: record: %w", err)
 	}
@@ -89,7 +90,9 @@ func (r *recorder) open(cfg Config) error {
 }
 
 // catalog writes the catalog line: every deployment of pin, and c's
-// capacity, in the catalog file's form.
+// capacity, in the catalog file's form; a file longer than
+// trace.PartBytes in parts, each waiting for room in the writer's queue
+// (New has not started serving: nothing else is recorded yet).
 func (r *recorder) catalog(c *catalog.Catalog, pin *catalog.Pin) error {
 	f := catalog.File{Capacity: c.Capacity()}
 	for _, key := range pin.Deployments() {
@@ -101,22 +104,41 @@ func (r *recorder) catalog(c *catalog.Catalog, pin *catalog.Pin) error {
 	if err != nil {
 		return fmt.Errorf("latentd: record: the catalog: %w", err)
 	}
-	r.w.Add(trace.Line{Kind: trace.KindCatalog, Order: r.provider.NextOrder(), T: r.now(),
-		Catalog: &trace.Catalog{Generation: pin.Generation(), File: data}})
+	if len(data) > trace.MaxPayloadBytes {
+		r.w.Add(trace.Line{Kind: trace.KindDropped, Order: r.provider.NextOrder(), T: r.now(), Dropped: &trace.Dropped{Lines: 1}})
+		return nil
+	}
+	parts := trace.Split(data)
+	for i, p := range parts {
+		l := trace.Line{Kind: trace.KindCatalog, Order: r.provider.NextOrder(), T: r.now(),
+			Catalog: &trace.Catalog{Generation: pin.Generation(), File: p}}
+		if len(parts) > 1 {
+			l.Catalog.Part, l.Catalog.Parts = uint32(i), uint32(len(parts))
+		}
+		r.w.AddWait(l)
+	}
 	return nil
 }
 
-// deployed writes a deploy line for d, deployed at gen. A deployment
-// that does not encode (never one that passed validation) writes a
-// dropped line instead, so the trace says it cannot be replayed exactly.
+// deployed writes a deploy line for d, deployed at gen; in parts when its
+// encoding is longer than trace.PartBytes. A deployment that does not
+// encode (never one that passed validation) writes a dropped line
+// instead, so the trace says it cannot be replayed exactly.
 func (r *recorder) deployed(gen uint64, d catalog.Deployment) error {
 	data, err := catalog.EncodeDeployment(d)
 	if err != nil {
 		r.w.Add(trace.Line{Kind: trace.KindDropped, Order: r.provider.NextOrder(), T: r.now(), Dropped: &trace.Dropped{Lines: 1}})
 		return err
 	}
-	r.w.Add(trace.Line{Kind: trace.KindDeploy, Order: r.provider.NextOrder(), T: r.now(),
-		Change: &trace.Change{Generation: gen, Deployment: data}})
+	parts := trace.Split(data)
+	for i, p := range parts {
+		l := trace.Line{Kind: trace.KindDeploy, Order: r.provider.NextOrder(), T: r.now(),
+			Change: &trace.Change{Generation: gen, Deployment: p}}
+		if len(parts) > 1 {
+			l.Change.DeploymentPart, l.Change.DeploymentParts = uint32(i), uint32(len(parts))
+		}
+		r.w.Add(l)
+	}
 	return nil
 }
 
@@ -190,18 +212,37 @@ func requestOf(r *http.Request, inv *invocation, payloadBytes uint64) trace.Deci
 }
 
 // edgeUnauthenticated records a request without a token the node knows.
-func (r *recorder) edgeUnauthenticated(req *http.Request, ceiling policy.NodeBudgetCeiling) {
-	d := requestOf(req, headersOf(req, ceiling), 0)
+// Its names come from anyone: each is recorded only when it fits the
+// policy's maximum_identifier_bytes (boundedNames).
+func (r *recorder) edgeUnauthenticated(req *http.Request, settings policy.NodeSettings) {
+	d := requestOf(req, headersOf(req, settings.BudgetCeiling), 0)
+	boundNames(&d, settings.MaximumIdentifierBytes)
 	d.Stage, d.Answer = trace.StageEdge, trace.AnswerUnauthenticated
 	r.w.Add(trace.Line{Kind: trace.KindDecision, Order: r.provider.NextOrder(), T: r.now(), Decision: &d})
 }
 
-// edgeDenied records a principal refused before resolution.
-func (r *recorder) edgeDenied(req *http.Request, p Principal, ceiling policy.NodeBudgetCeiling) {
-	d := requestOf(req, headersOf(req, ceiling), 0)
+// edgeDenied records a principal refused before resolution, its names
+// bounded as an unauthenticated request's are.
+func (r *recorder) edgeDenied(req *http.Request, p Principal, settings policy.NodeSettings) {
+	d := requestOf(req, headersOf(req, settings.BudgetCeiling), 0)
+	boundNames(&d, settings.MaximumIdentifierBytes)
 	d.Stage, d.Principal = trace.StageEdge, principalOf(p)
 	setAnswer(&d, errPrincipalDenied)
 	r.w.Add(trace.Line{Kind: trace.KindDecision, Order: r.provider.NextOrder(), T: r.now(), Decision: &d})
+}
+
+// boundNames empties every name of d longer than max bytes (the target's
+// tenant, service and route, the activation ID and the routing key) in a
+// decision the edge made before the request was validated, so that a
+// request's size cannot make its line long: none such name is an
+// identifier the policy or a catalog can hold, so a replay answers it
+// the same without it.
+func boundNames(d *trace.Decision, max uint32) {
+	for _, s := range []*string{&d.Target.Tenant, &d.Target.Service, &d.Target.Route, &d.ActivationID, &d.RoutingKey} {
+		if uint64(len(*s)) > uint64(max) {
+			*s = ""
+		}
+	}
 }
 
 // edgeUnresolved records a route that resolves to nothing.
@@ -279,6 +320,17 @@ func (r *recorder) recordMetrics(reg *prometheus.Registry) error {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "latent_record_dropped_lines_total",
 			Help: "Trace lines the recorder dropped because its buffer was full (-record); a trace with any cannot be replayed exactly."},
 			func() float64 { return float64(r.w.Dropped()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "latent_record_write_errors_total",
+			Help: "Times the recording stopped on a trace write error (-record): a full disk; it is retried every second."},
+			func() float64 { return float64(r.w.Failures()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "latent_record_stopped",
+			Help: "1 while the recording is stopped on a write error (-record), else 0."},
+			func() float64 {
+				if r.w.Err() != nil {
+					return 1
+				}
+				return 0
+			}),
 	} {
 		if err := reg.Register(c); err != nil {
 			return err

@@ -197,6 +197,20 @@ func TestRecordRefusesANegativeMaxBytes(t *testing.T) {
 	require.Error(t, err)
 }
 
+func TestRecordRefusesAMaxBytesBelowTheMinimum(t *testing.T) {
+	for _, n := range []int64{1, MinRecordMaxBytes - 1} {
+		_, err := New(testConfig(t, newFakeGuests(), nodeOptions{mutate: func(c *Config) {
+			c.RecordPath, c.RecordMaxBytes = filepath.Join(t.TempDir(), "trace.jsonl"), n
+		}}))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "RecordMaxBytes must be 0 (no rotation) or at least 1048576")
+	}
+	tn := startNode(t, nodeOptions{mutate: func(c *Config) {
+		c.RecordPath, c.RecordMaxBytes = filepath.Join(t.TempDir(), "trace.jsonl"), MinRecordMaxBytes
+	}})
+	tn.shutdown()
+}
+
 // BenchmarkAdmitRecording is one admission and its release on a node's
 // own view, without recording (Admit, on the striped provider) and with
 // it (AdmitRecorded on the recording provider, the decision line built as

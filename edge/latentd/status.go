@@ -130,6 +130,13 @@ func (st *statusState) serveStatus(w http.ResponseWriter, _ *http.Request) {
 	out := statusJSON{NowUnixMS: now.UnixMilli(), Admitted: st.n.provider.Metrics().Admitted,
 		Live: st.n.provider.LiveReservations()}
 	out.Scopes = append(out.Scopes, statusScope("node", "node", u.Node))
+	if rec := st.n.rec; rec != nil {
+		out.Recording = &statusRecordJSON{Path: st.n.cfg.RecordPath, State: "recording",
+			WriteErrors: rec.w.Failures(), DroppedLines: rec.w.Dropped()}
+		if err := rec.w.Err(); err != nil {
+			out.Recording.State, out.Recording.Error = "stopped", err.Error()
+		}
+	}
 	for _, s := range u.Tenants {
 		out.Scopes = append(out.Scopes, statusScope("tenant", s.Name, s))
 	}

@@ -14,6 +14,18 @@ type (
 		Outcomes     statusOutcomeList `json:"outcomes"`
 		Admitted     int64             `json:"admitted"`
 		Live         int               `json:"live_reservations"`
+		// Recording is the -record trace's state; absent when the node
+		// does not record.
+		Recording *statusRecordJSON `json:"recording,omitempty"`
+	}
+	statusRecordJSON struct {
+		Path string `json:"path"`
+		// State is "recording", or "stopped" while a write error (a full
+		// disk) stops it; Error is that error.
+		State        string `json:"state"`
+		Error        string `json:"error,omitempty"`
+		WriteErrors  uint64 `json:"write_errors"`
+		DroppedLines uint64 `json:"dropped_lines"`
 	}
 	statusScopeJSON struct {
 		Kind       string          `json:"kind"` // node, tenant, trust-class

@@ -23,10 +23,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
@@ -46,7 +48,59 @@ const (
 	// reservoirSize bounds the recorded durations kept per route for
 	// the medians.
 	reservoirSize = 1024
+	// MaxOpenHolds bounds the recorded admissions not yet released that
+	// a replay follows at once (in the recorded series and for the
+	// medians); past it a recorded admission is not followed, and the
+	// replay is not exact. A node holds far fewer: its live and queued
+	// limits bound them.
+	MaxOpenHolds = 1 << 20
+	// maxRoutes bounds the routes whose recorded durations the first
+	// pass keeps; a route past it has no median (its holds are
+	// estimated with the granted wall time).
+	maxRoutes = 4096
+	// KeptTenants is how many tenants [Result.Refusals] names: those with
+	// the most refusals (recorded and under the candidate); the others'
+	// refusals are summed under [OtherTenants].
+	KeptTenants = 50
+	// OtherTenants is the tenant of the rows that sum the tenants not
+	// named (it is no identifier, so no tenant's name).
+	OtherTenants = "(other tenants)"
+	// OtherAnswer is the reason of the rows that count recorded answers
+	// outside the vocabulary (a trace not written by latentd).
+	OtherAnswer = "(other answer)"
+	// trackedTenants bounds how many tenants outside the candidate policy
+	// a replay counts apart; once it has seen that many, the next new
+	// ones count under OtherTenants at once.
+	trackedTenants = 1024
+	// MaxNameBytes bounds each name from the trace a [Change] keeps;
+	// a longer one is cut and ends in "…".
+	MaxNameBytes = 128
 )
+
+// maxOpenHolds is MaxOpenHolds; a test lowers it.
+var maxOpenHolds = MaxOpenHolds
+
+// knownAnswers are the answers a replay counts by name.
+var knownAnswers = func() map[string]bool {
+	m := map[string]bool{trace.AnswerAdmitted: true, trace.AnswerUnauthenticated: true}
+	for _, r := range core.Reasons() {
+		m[string(r)] = true
+	}
+	return m
+}()
+
+// shorten cuts s to at most MaxNameBytes (on a rune boundary) and marks
+// the cut.
+func shorten(s string) string {
+	if len(s) <= MaxNameBytes {
+		return s
+	}
+	n := MaxNameBytes
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
 
 // Config is one replay.
 type Config struct {
@@ -123,7 +177,10 @@ type Result struct {
 	// Estimated counts the decisions the node refused and the candidate
 	// admitted, whose holds were estimated.
 	Estimated uint64
-	// Refusals is per tenant and reason, sorted by tenant then reason.
+	// Refusals is per tenant and reason, sorted by tenant then reason:
+	// at most KeptTenants tenants by name (the most refused), then
+	// OtherTenants. A recorded answer outside the vocabulary counts as
+	// OtherAnswer.
 	Refusals []Refusals
 	// Changes are the first KeptChanges changed decisions, in order.
 	Changes []Change
@@ -204,7 +261,7 @@ func firstPass(cfg Config) (*pass, error) {
 		}
 		switch l.Kind {
 		case trace.KindDecision:
-			if l.Decision.Answer == trace.AnswerAdmitted {
+			if l.Decision.Answer == trace.AnswerAdmitted && len(open) < maxOpenHolds {
 				open[l.Order] = routeKey(l.Decision.Target)
 			}
 		case trace.KindStart:
@@ -222,6 +279,9 @@ func firstPass(cfg Config) (*pass, error) {
 			}
 			rs := routes[key]
 			if rs == nil {
+				if len(routes) >= maxRoutes {
+					continue // a trace with that many routes: the rest get no median
+				}
 				rs = &reservoir{}
 				routes[key] = rs
 			}
@@ -316,6 +376,7 @@ type replay struct {
 
 	res      Result
 	refusals map[[2]string]*Refusals
+	tracked  map[string]bool // tenants outside the policy counted apart
 
 	// the series
 	tenantIx, trustIx, queueIx map[string]int
@@ -328,6 +389,7 @@ type replay struct {
 	nextSample, sampleStep int64
 
 	missingSamples, oldPins, futurePins uint64
+	untracked                           uint64 // recorded admissions past MaxOpenHolds
 	catalogSeen, noCatalog              bool
 }
 
@@ -336,7 +398,7 @@ func newReplay(cfg Config, provider *core.LocalQuotaProvider, rd *trace.Reader) 
 	r := &replay{
 		cfg: cfg, rd: rd, start: h.StartUnixNano, provider: provider, compiled: provider.Policy(),
 		clock: &vclock{}, load: &vload{}, ctrls: map[*catalog.Pin]*core.AdmissionController{},
-		permits: map[uint64]*held{}, conv: map[uint64]*core.LoadSample{}, refusals: map[[2]string]*Refusals{},
+		permits: map[uint64]*held{}, conv: map[uint64]*core.LoadSample{}, refusals: map[[2]string]*Refusals{}, tracked: map[string]bool{},
 		tenantIx: map[string]int{}, trustIx: map[string]int{}, queueIx: map[string]int{}, recHolds: map[uint64]*recHold{},
 	}
 	r.res.Start = time.Unix(0, h.StartUnixNano)
@@ -377,7 +439,7 @@ func (r *replay) run() error {
 	}
 	if r.sampling {
 		// The last sample, at or after the last line.
-		r.advance(r.nextSample + 1)
+		r.advance(addSat(r.nextSample, 1))
 		if len(r.res.Times) > SeriesPoints {
 			r.halveSeries()
 		}
@@ -399,7 +461,7 @@ func (r *replay) advance(t int64) {
 		case len(r.due) > 0 && r.due[0].at <= t && r.due[0].at <= r.nextSample:
 			d := heap.Pop(&r.due).(due)
 			d.h.release()
-		case r.nextSample < t:
+		case r.nextSample < t && r.nextSample < math.MaxInt64:
 			r.takeSample()
 		default:
 			return
@@ -428,13 +490,30 @@ func (r *replay) takeSample() {
 	for j, q := range u.QueueClasses {
 		add(r.recQueued[j], q.Queued)
 	}
-	r.nextSample += r.sampleStep
+	r.nextSample = addSat(r.nextSample, r.sampleStep)
 	if len(r.res.Times) >= 2*SeriesPoints {
 		r.halveSeries()
-		r.sampleStep *= 2
-		r.nextSample = int64(r.res.Times[len(r.res.Times)-1]) + r.sampleStep
+		r.sampleStep = addSat(r.sampleStep, r.sampleStep)
+		r.nextSample = addSat(int64(r.res.Times[len(r.res.Times)-1]), r.sampleStep)
 	}
 }
+
+// addSat is a+b, held at the int64 bounds instead of wrapping: a trace's
+// times may be anything, and time must never run backwards (a sample
+// time that wrapped would be taken forever).
+func addSat(a, b int64) int64 {
+	c := a + b
+	switch {
+	case a > 0 && b > 0 && c < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && c >= 0:
+		return math.MinInt64
+	}
+	return c
+}
+
+// at is the wall time of T t.
+func (r *replay) at(t int64) time.Time { return time.Unix(0, addSat(r.start, t)) }
 
 // halveSeries keeps every other point.
 func (r *replay) halveSeries() {
@@ -574,7 +653,7 @@ func (r *replay) sample(l *trace.Load) *core.LoadSample {
 	if len(r.conv) >= trace.KeptSamples {
 		clear(r.conv)
 	}
-	s := &core.LoadSample{Sequence: l.Sequence, ObservedAt: time.Unix(0, r.start+l.ObservedT),
+	s := &core.LoadSample{Sequence: l.Sequence, ObservedAt: r.at(l.ObservedT),
 		CPUPressure: l.CPUPressure, MemoryPressure: l.MemoryPressure}
 	for i := 0; i < len(l.QueueDelayNS) && i < policy.NumCellClasses; i++ {
 		s.QueueDelay[i] = time.Duration(l.QueueDelayNS[i])
@@ -621,6 +700,16 @@ func (r *replay) prepareLoad(d *trace.Decision) {
 }
 
 func (r *replay) refusal(tenant, reason string) *Refusals {
+	if !knownAnswers[reason] {
+		reason = OtherAnswer
+	}
+	if _, ok := r.tenantIx[tenant]; !ok && !r.tracked[tenant] {
+		if len(r.tracked) < trackedTenants {
+			r.tracked[tenant] = true
+		} else {
+			tenant = OtherTenants
+		}
+	}
 	k := [2]string{tenant, reason}
 	c := r.refusals[k]
 	if c == nil {
@@ -655,9 +744,11 @@ func (r *replay) decide(l *trace.Line) {
 	if cand != recorded {
 		r.res.Changed++
 		if len(r.res.Changes) < KeptChanges {
-			r.res.Changes = append(r.res.Changes, Change{Time: time.Unix(0, r.start+l.T), Order: l.Order,
-				Tenant: d.Target.Tenant, Service: d.Target.Service, Route: d.Target.Route, ActivationID: d.ActivationID,
-				Recorded: recorded, Candidate: cand})
+			r.res.Changes = append(r.res.Changes, Change{Time: r.at(l.T), Order: l.Order,
+				Tenant: shorten(d.Target.Tenant), Service: shorten(d.Target.Service), Route: shorten(d.Target.Route),
+				ActivationID: shorten(d.ActivationID),
+				Recorded:     Answer{Answer: shorten(recorded.Answer), Scope: shorten(recorded.Scope), Dimension: shorten(recorded.Dimension)},
+				Candidate:    cand})
 		}
 	}
 	if recorded.Admitted() {
@@ -683,13 +774,13 @@ func (r *replay) decide(l *trace.Line) {
 	if !ok {
 		dur = wall
 	}
-	r.clock.set(time.Unix(0, r.start+l.T), nil)
+	r.clock.set(r.at(l.T), nil)
 	if ep, err := p.StartExecution(); err == nil {
 		h.adm, h.exe = nil, ep
 	} else {
 		return
 	}
-	heap.Push(&r.due, due{at: l.T + int64(dur), h: h})
+	heap.Push(&r.due, due{at: addSat(l.T, int64(dur)), h: h})
 }
 
 // candidate is the candidate's answer to a decision line, and its
@@ -746,7 +837,7 @@ func (r *replay) candidate(l *trace.Line, recorded Answer) (Answer, *core.Admiss
 	if d.DeadlineUnixMS != nil {
 		req.Deadline = policy.Some(*d.DeadlineUnixMS)
 	}
-	r.clock.set(time.Unix(0, r.start+l.T), d.Since)
+	r.clock.set(r.at(l.T), d.Since)
 	r.prepareLoad(d)
 	p, err := r.controller(pin).Admit(req)
 	if err != nil {
@@ -761,6 +852,12 @@ func (r *replay) candidate(l *trace.Line, recorded Answer) (Answer, *core.Admiss
 
 // holdRecorded counts a recorded admission in the recorded series.
 func (r *replay) holdRecorded(l *trace.Line, p *core.AdmissionPermit) {
+	if len(r.recHolds) >= maxOpenHolds {
+		// More recorded admissions unreleased at once than any node
+		// holds: a trace not written by latentd. Not counted.
+		r.untracked++
+		return
+	}
 	d := l.Decision
 	h := &recHold{tenant: -1, trust: -1, queue: -1}
 	if i, ok := r.tenantIx[d.Target.Tenant]; ok {
@@ -829,7 +926,7 @@ func (r *replay) startLine(l *trace.Line) {
 		return
 	}
 	if h.adm != nil {
-		r.clock.set(time.Unix(0, r.start+l.T), []int64{m.ElapsedNS})
+		r.clock.set(r.at(l.T), []int64{m.ElapsedNS})
 		if ep, err := h.adm.StartExecution(); err == nil {
 			h.adm, h.exe = nil, ep
 		} else {
@@ -852,16 +949,7 @@ func (r *replay) releaseLine(l *trace.Line) {
 
 func (r *replay) result() *Result {
 	res := r.res
-	for _, c := range r.refusals {
-		res.Refusals = append(res.Refusals, *c)
-	}
-	sort.Slice(res.Refusals, func(i, j int) bool {
-		a, b := res.Refusals[i], res.Refusals[j]
-		if a.Tenant != b.Tenant {
-			return a.Tenant < b.Tenant
-		}
-		return a.Reason < b.Reason
-	})
+	res.Refusals = topTenants(r.refusals)
 	res.Inexact = r.rd.Stats().Inexact()
 	if r.noCatalog {
 		res.Inexact = append(res.Inexact, "the trace has no catalog line")
@@ -872,9 +960,70 @@ func (r *replay) result() *Result {
 	if r.futurePins > 0 {
 		res.Inexact = append(res.Inexact, fmt.Sprintf("%d decisions resolved in a catalog generation whose change came later in the trace", r.futurePins))
 	}
+	if r.untracked > 0 {
+		res.Inexact = append(res.Inexact, fmt.Sprintf("%d recorded admissions past the %d unreleased ones followed at once", r.untracked, maxOpenHolds))
+	}
 	if r.oldPins > 0 {
 		res.Inexact = append(res.Inexact, fmt.Sprintf("%d decisions resolved in a catalog generation older than the %d kept", r.oldPins, KeptPins))
 	}
 	res.Exact = len(res.Inexact) == 0
 	return &res
+}
+
+// topTenants is the refusal rows of the KeptTenants tenants with the most
+// refusals, then the others' summed per reason under OtherTenants.
+func topTenants(rows map[[2]string]*Refusals) []Refusals {
+	totals := map[string]uint64{}
+	for _, c := range rows {
+		if c.Tenant != OtherTenants {
+			totals[c.Tenant] += c.Recorded + c.Candidate
+		}
+	}
+	names := make([]string, 0, len(totals))
+	for name := range totals {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if totals[names[i]] != totals[names[j]] {
+			return totals[names[i]] > totals[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	kept := map[string]bool{}
+	for _, name := range names[:min(len(names), KeptTenants)] {
+		kept[name] = true
+	}
+	var out []Refusals
+	others := map[string]*Refusals{}
+	for _, c := range rows {
+		if kept[c.Tenant] {
+			row := *c
+			row.Tenant = shorten(row.Tenant)
+			out = append(out, row)
+			continue
+		}
+		o := others[c.Reason]
+		if o == nil {
+			o = &Refusals{Tenant: OtherTenants, Reason: c.Reason}
+			others[c.Reason] = o
+		}
+		o.Recorded += c.Recorded
+		o.Candidate += c.Candidate
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Tenant != b.Tenant {
+			return a.Tenant < b.Tenant
+		}
+		return a.Reason < b.Reason
+	})
+	reasons := make([]string, 0, len(others))
+	for reason := range others {
+		reasons = append(reasons, reason)
+	}
+	sort.Strings(reasons)
+	for _, reason := range reasons {
+		out = append(out, *others[reason])
+	}
+	return out
 }

@@ -18,6 +18,16 @@ func decodeLine(data []byte, l *Line, in *interner) error {
 	if decodeFast(data, l, in) {
 		return l.check()
 	}
+	if err := decodeJSON(data, l); err != nil {
+		return err
+	}
+	return l.check()
+}
+
+// decodeJSON decodes data into l (reset first) with encoding/json,
+// strictly: no unknown key, nothing after the object. It is what the fast
+// decoder must match.
+func decodeJSON(data []byte, l *Line) error {
 	*l = Line{}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -27,7 +37,7 @@ func decodeLine(data []byte, l *Line, in *interner) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("not a trace line: more after the object")
 	}
-	return l.check()
+	return nil
 }
 
 // check reports whether exactly the part Kind names is set.
@@ -74,6 +84,12 @@ func (l *Line) check() error {
 	}
 	if !ok || n != 1 || first != want {
 		return l.partsProblem(ok, want)
+	}
+	if c := l.Catalog; c != nil && c.Parts > 0 && c.Part >= c.Parts {
+		return fmt.Errorf("catalog_part %d is not below catalog_parts %d", c.Part, c.Parts)
+	}
+	if c := l.Change; c != nil && c.DeploymentParts > 0 && c.DeploymentPart >= c.DeploymentParts {
+		return fmt.Errorf("deployment_part %d is not below deployment_parts %d", c.DeploymentPart, c.DeploymentParts)
 	}
 	if l.Kind != KindHeader && l.Order == 0 {
 		return fmt.Errorf("a %q line without an order", l.Kind)

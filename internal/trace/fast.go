@@ -212,6 +212,14 @@ func (d *fastDecoder) uint64() uint64 {
 	return v
 }
 
+func (d *fastDecoder) uint32() uint32 {
+	v := d.uint64()
+	if v > 1<<32-1 {
+		d.fail()
+	}
+	return uint32(v)
+}
+
 func (d *fastDecoder) float64() float64 {
 	lit, _ := d.number()
 	if !d.ok {
@@ -320,11 +328,19 @@ func (d *fastDecoder) line(line *Line) {
 			l.catalog().Generation = d.uint64()
 		case "catalog_json":
 			l.catalog().File = d.bytes()
+		case "catalog_part":
+			l.catalog().Part = d.uint32()
+		case "catalog_parts":
+			l.catalog().Parts = d.uint32()
 		// Change
 		case "generation":
 			l.change().Generation = d.uint64()
 		case "deployment_json":
 			l.change().Deployment = d.bytes()
+		case "deployment_part":
+			l.change().DeploymentPart = d.uint32()
+		case "deployment_parts":
+			l.change().DeploymentParts = d.uint32()
 		case "tenant":
 			l.change().Tenant = d.istr()
 		case "service":
@@ -350,6 +366,10 @@ func (d *fastDecoder) line(line *Line) {
 				return
 			}
 			if dec.Principal == nil {
+				// As encoding/json does for a nil pointer: a new zero
+				// value, never the fields of an earlier object that a
+				// null since replaced.
+				l.block.principal = Principal{}
 				dec.Principal = &l.block.principal
 			}
 			d.principal(dec.Principal)
@@ -364,6 +384,7 @@ func (d *fastDecoder) line(line *Line) {
 				return
 			}
 			if dec.Revision == nil {
+				l.block.revision = Revision{}
 				dec.Revision = &l.block.revision
 			}
 			d.revision(dec.Revision)
@@ -372,11 +393,7 @@ func (d *fastDecoder) line(line *Line) {
 		case "activation_id":
 			l.decision().ActivationID = d.str()
 		case "priority":
-			v := d.uint64()
-			if v > 1<<32-1 {
-				d.fail()
-			}
-			l.decision().Priority = uint32(v)
+			l.decision().Priority = d.uint32()
 		case "budget":
 			d.budget(&l.decision().Budget)
 		case "payload_bytes":

@@ -15,6 +15,13 @@ const (
 	// DefaultWindow is how many lines a [Reader] holds to put them back
 	// in order.
 	DefaultWindow = 65536
+	// WindowBytes bounds the bytes of the lines the window holds (their
+	// length in the file, plus lineOverhead each): a gap that never fills
+	// makes the reader move on once either bound is reached.
+	WindowBytes = 64 << 20
+	// lineOverhead is what a line held in the window costs besides its
+	// bytes in the file.
+	lineOverhead = 256
 	// MaxLineBytes is the longest line a [Reader] accepts.
 	MaxLineBytes = 1 << 20
 	// KeptSamples is how many of the most recent load samples, by
@@ -49,11 +56,30 @@ type Stats struct {
 	// Late is the number of lines that arrived after a line with a
 	// higher Order had been handed out: beyond the reorder window.
 	Late uint64
-	// Gaps lists the file indexes missing from the given files (the
-	// first file's index is expected to be 0).
-	Gaps []uint64
-	// Lines is the number of lines handed out by Next.
+	// Gaps lists the ranges of file indexes missing from the given files
+	// (the first file's index is expected to be 0), at most one more
+	// than the files.
+	Gaps []FileRange
+	// Torn lists the files whose last line was cut short (the recorder
+	// stopped mid-line: a crash, a full disk): the recording ends there.
+	Torn []Position
+	// Lines is the number of lines Next took in order (each part of a
+	// payload in parts counts).
 	Lines uint64
+	// LostParts counts the parts of a catalog or deployment in parts that
+	// came without the others (a dropped line, a file that is gone): the
+	// payload is not handed out.
+	LostParts uint64
+}
+
+// FileRange is the file indexes From to To, both included.
+type FileRange struct{ From, To uint64 }
+
+func (g FileRange) String() string {
+	if g.From == g.To {
+		return fmt.Sprint(g.From)
+	}
+	return fmt.Sprintf("%d to %d", g.From, g.To)
 }
 
 // Reader reads the files of one recording and hands out their lines in
@@ -70,6 +96,8 @@ type Reader struct {
 	window int
 
 	pending  lineHeap
+	held     int64  // bytes the window holds, as WindowBytes counts them
+	maxHeld  int64  // WindowBytes
 	seq      uint64 // read order, the heap's tie-break
 	emitted  uint64 // the highest Order handed out
 	anyOut   bool
@@ -81,6 +109,7 @@ type Reader struct {
 	ringLen  int
 	strings  *interner
 	scratch  Line // the line being decoded
+	asm      assembly
 	err      error
 }
 
@@ -92,12 +121,14 @@ type source struct {
 	line   int
 	buf    []byte
 	done   bool
+	atEOF  bool // the line last read ended the file without a newline
 }
 
 type pendingLine struct {
-	line Line
-	pos  Position
-	seq  uint64
+	line  Line
+	pos   Position
+	seq   uint64
+	bytes int64
 }
 
 // lineHeap is a min-heap on (Order, read sequence) of small entries
@@ -185,12 +216,19 @@ func Open(paths []string, window int) (*Reader, error) {
 	if window <= 0 {
 		window = DefaultWindow
 	}
-	r := &Reader{window: window, samples: make(map[uint64]Load), strings: new(interner)}
+	r := &Reader{window: window, maxHeld: WindowBytes, samples: make(map[uint64]Load), strings: new(interner)}
 	r.pending.entries = make([]heapEntry, 0, min(window+1, 4096))
 	r.pending.slab = make([]pendingLine, 0, min(window+1, 4096))
 	for _, p := range paths {
 		s := &source{path: p}
 		h, err := s.open()
+		if errors.Is(err, errNoHeader) {
+			// Empty, or a header cut short: the recorder stopped as it
+			// began this file. Nothing of the recording is in it.
+			_ = s.close()
+			r.stats.Torn = append(r.stats.Torn, Position{File: p, Line: 1})
+			continue
+		}
 		if err != nil {
 			r.closeAll()
 			_ = s.close()
@@ -200,13 +238,14 @@ func Open(paths []string, window int) (*Reader, error) {
 		_ = s.close() // reopened when its turn comes
 		r.files = append(r.files, s)
 	}
+	if len(r.files) == 0 {
+		return nil, &LineError{File: paths[0], Line: 1, Err: errors.New("empty file: no header")}
+	}
 	sort.SliceStable(r.files, func(i, j int) bool { return r.files[i].header.File < r.files[j].header.File })
 	first := r.files[0]
 	r.header = first.header
 	if first.header.File != 0 {
-		for i := uint64(0); i < first.header.File; i++ {
-			r.stats.Gaps = append(r.stats.Gaps, i)
-		}
+		r.stats.Gaps = append(r.stats.Gaps, FileRange{0, first.header.File - 1})
 	}
 	for i := 1; i < len(r.files); i++ {
 		a, b := r.files[i-1], r.files[i]
@@ -217,12 +256,16 @@ func Open(paths []string, window int) (*Reader, error) {
 		if a.header.File == b.header.File {
 			return nil, &LineError{File: b.path, Line: 1, Err: fmt.Errorf("file index %d is also %s's", b.header.File, a.path)}
 		}
-		for g := a.header.File + 1; g < b.header.File; g++ {
-			r.stats.Gaps = append(r.stats.Gaps, g)
+		if b.header.File > a.header.File+1 {
+			r.stats.Gaps = append(r.stats.Gaps, FileRange{a.header.File + 1, b.header.File - 1})
 		}
 	}
 	return r, nil
 }
+
+// errNoHeader is a file without a whole header line: empty, or its only
+// line cut short.
+var errNoHeader = errors.New("empty file: no header")
 
 // open opens s and reads its header line.
 func (s *source) open() (Header, error) {
@@ -231,15 +274,18 @@ func (s *source) open() (Header, error) {
 		return Header{}, err
 	}
 	s.f, s.br, s.line, s.done = f, bufio.NewReaderSize(f, 64<<10), 0, false
-	data, err := s.readLine()
+	data, final, err := s.readLine()
 	if err == io.EOF {
-		return Header{}, &LineError{File: s.path, Line: 1, Err: errors.New("empty file: no header")}
+		return Header{}, &LineError{File: s.path, Line: 1, Err: errNoHeader}
 	}
 	if err != nil {
 		return Header{}, err
 	}
 	var l Line
 	if err := DecodeLine(data, &l); err != nil {
+		if final {
+			return Header{}, &LineError{File: s.path, Line: s.line, Err: fmt.Errorf("%w: %v", errNoHeader, err)}
+		}
 		return Header{}, &LineError{File: s.path, Line: s.line, Err: err}
 	}
 	if l.Kind != KindHeader {
@@ -261,8 +307,16 @@ func (s *source) close() error {
 }
 
 // readLine returns the next line without its newline (valid until the
-// next call), or io.EOF. A line over MaxLineBytes is an error.
-func (s *source) readLine() ([]byte, error) {
+// next call), or io.EOF; final says it is the file's last and has no
+// newline (it may be torn). A line over MaxLineBytes is an error.
+func (s *source) readLine() (data []byte, final bool, err error) {
+	data, err = s.readLine1()
+	final = err == nil && s.atEOF
+	return data, final, err
+}
+
+func (s *source) readLine1() ([]byte, error) {
+	s.atEOF = false
 	for {
 		s.buf = s.buf[:0]
 		for {
@@ -288,6 +342,7 @@ func (s *source) readLine() ([]byte, error) {
 				return nil, io.EOF
 			}
 			s.line++
+			s.atEOF = err == io.EOF
 			data = trimNewline(data)
 			if len(data) > MaxLineBytes {
 				return nil, &LineError{File: s.path, Line: s.line, Err: fmt.Errorf("line longer than %d bytes", MaxLineBytes)}
@@ -328,7 +383,8 @@ func (r *Reader) Files() []string {
 // Stats is what the reader found so far that makes a replay inexact.
 func (r *Reader) Stats() Stats {
 	s := r.stats
-	s.Gaps = append([]uint64(nil), s.Gaps...)
+	s.Gaps = append([]FileRange(nil), s.Gaps...)
+	s.Torn = append([]Position(nil), s.Torn...)
 	return s
 }
 
@@ -343,9 +399,100 @@ func (r *Reader) Sample(seq uint64) (Load, bool) {
 }
 
 // Next returns the next line in Order, or io.EOF after the last. Header
-// lines are not returned (see [Reader.Header]). An error names the file
-// and line; after one, Next returns it again.
+// lines are not returned (see [Reader.Header]). A catalog or deployment
+// in parts is handed out as one line, with the whole payload, when its
+// last part is next; parts without the others are left out and counted
+// ([Stats.LostParts]). An error names the file and line; after one, Next
+// returns it again.
 func (r *Reader) Next() (Line, error) {
+	for {
+		l, err := r.nextLine()
+		if err != nil {
+			if err == io.EOF && r.asm.active {
+				r.stats.LostParts += uint64(r.asm.next)
+				r.asm = assembly{}
+			}
+			return l, err
+		}
+		whole, ok, err := r.assemble(l)
+		if err != nil {
+			r.err = err
+			r.closeAll()
+			return Line{}, err
+		}
+		if ok {
+			return whole, nil
+		}
+	}
+}
+
+// assembly is a payload in parts being put together.
+type assembly struct {
+	active      bool
+	kind        string
+	gen         uint64
+	next, parts uint32
+	buf         []byte
+}
+
+// assemble takes a line in order: a line not in parts is itself; a part
+// joins the payload it continues, which is handed out with its last
+// part (ok).
+func (r *Reader) assemble(l Line) (Line, bool, error) {
+	var part, parts uint32
+	var data []byte
+	var gen uint64
+	switch {
+	case l.Kind == KindCatalog && l.Catalog.Parts > 0:
+		part, parts, data, gen = l.Catalog.Part, l.Catalog.Parts, l.Catalog.File, l.Catalog.Generation
+	case l.Kind == KindDeploy && l.Change.DeploymentParts > 0:
+		part, parts, data, gen = l.Change.DeploymentPart, l.Change.DeploymentParts, l.Change.Deployment, l.Change.Generation
+	default:
+		return l, true, nil
+	}
+	a := &r.asm
+	if part == 0 {
+		if a.active {
+			r.stats.LostParts += uint64(a.next)
+		}
+		*a = assembly{active: true, kind: l.Kind, gen: gen, parts: parts}
+	} else if !a.active || a.kind != l.Kind || a.gen != gen || a.parts != parts || a.next != part {
+		// A part whose predecessors were lost (dropped, or in a file
+		// that is gone).
+		if a.active {
+			r.stats.LostParts += uint64(a.next)
+			*a = assembly{}
+		}
+		r.stats.LostParts++
+		return Line{}, false, nil
+	}
+	if int64(len(a.buf))+int64(len(data)) > MaxPayloadBytes {
+		pos := r.lastPos
+		return Line{}, false, &LineError{File: pos.File, Line: pos.Line,
+			Err: fmt.Errorf("a %s in parts longer than %d bytes", l.Kind, MaxPayloadBytes)}
+	}
+	a.buf = append(a.buf, data...)
+	a.next++
+	if a.next < parts {
+		return Line{}, false, nil
+	}
+	whole := l
+	switch l.Kind {
+	case KindCatalog:
+		c := *l.Catalog
+		c.File, c.Part, c.Parts = a.buf, 0, 0
+		whole.Catalog = &c
+	default:
+		c := *l.Change
+		c.Deployment, c.DeploymentPart, c.DeploymentParts = a.buf, 0, 0
+		whole.Change = &c
+	}
+	*a = assembly{}
+	return whole, true, nil
+}
+
+// nextLine is the next line in Order, parts as they are.
+func (r *Reader) nextLine() (Line, error) {
 	if r.err != nil {
 		return Line{}, r.err
 	}
@@ -353,7 +500,7 @@ func (r *Reader) Next() (Line, error) {
 	// as it is in the window: orders are dense (each is drawn for one
 	// line), so only a gap (a dropped line, a transaction that wrote
 	// nothing) makes the reader fill the whole window before it moves on.
-	for r.pending.len() <= r.window && (r.pending.len() == 0 || r.pending.minOrder() != r.emitted+1) {
+	for r.pending.len() <= r.window && r.held <= r.maxHeld && (r.pending.len() == 0 || r.pending.minOrder() != r.emitted+1) {
 		ok, err := r.readOne()
 		if err != nil {
 			r.err = err
@@ -369,6 +516,7 @@ func (r *Reader) Next() (Line, error) {
 		return Line{}, io.EOF
 	}
 	p := r.pending.pop()
+	r.held -= p.bytes
 	if r.anyOut && p.line.Order < r.emitted {
 		r.stats.Late++
 	} else {
@@ -388,7 +536,7 @@ func (r *Reader) readOne() (bool, error) {
 				return false, err
 			}
 		}
-		data, err := s.readLine()
+		data, final, err := s.readLine()
 		if err == io.EOF {
 			s.done = true
 			_ = s.close()
@@ -401,13 +549,23 @@ func (r *Reader) readOne() (bool, error) {
 		l := &r.scratch
 		*l = Line{}
 		if err := decodeLine(data, l, r.strings); err != nil {
+			if final {
+				// A last line without its newline that does not decode
+				// was cut short: the recording ends there, inexact.
+				r.stats.Torn = append(r.stats.Torn, Position{File: s.path, Line: s.line})
+				s.done = true
+				_ = s.close()
+				r.cur++
+				continue
+			}
 			return false, &LineError{File: s.path, Line: s.line, Err: err}
 		}
 		switch l.Kind {
 		case KindHeader:
 			return false, &LineError{File: s.path, Line: s.line, Err: errors.New("a header after the first line")}
 		case KindCatalog:
-			if r.cur != 0 || s.header.File != 0 {
+			// A catalog in parts may run on into the next files.
+			if (r.cur != 0 || s.header.File != 0) && (l.Catalog.Parts == 0 || l.Catalog.Part == 0) {
 				return false, &LineError{File: s.path, Line: s.line, Err: errors.New("a catalog line outside the first file")}
 			}
 		case KindLoad:
@@ -417,7 +575,9 @@ func (r *Reader) readOne() (bool, error) {
 			r.stats.DroppedMarks++
 		}
 		r.seq++
-		r.pending.push(pendingLine{line: *l, pos: Position{File: s.path, Line: s.line}, seq: r.seq})
+		size := int64(len(data)) + lineOverhead
+		r.held += size
+		r.pending.push(pendingLine{line: *l, pos: Position{File: s.path, Line: s.line}, seq: r.seq, bytes: size})
 		return true, nil
 	}
 	return false, nil
@@ -463,9 +623,15 @@ func (s Stats) Inexact() []string {
 	if len(s.Gaps) > 0 {
 		idx := make([]string, len(s.Gaps))
 		for i, g := range s.Gaps {
-			idx[i] = fmt.Sprint(g)
+			idx[i] = g.String()
 		}
 		out = append(out, "trace files missing (file index "+strings.Join(idx, ", ")+")")
+	}
+	if s.LostParts > 0 {
+		out = append(out, fmt.Sprintf("%d parts of a catalog or deployment came without their other parts", s.LostParts))
+	}
+	for _, p := range s.Torn {
+		out = append(out, fmt.Sprintf("the recording ends in a torn line (%s)", p))
 	}
 	return out
 }

@@ -73,7 +73,7 @@ func TestReaderSortsFilesByIndexAndReportsGaps(t *testing.T) {
 	defer r.Close()
 	assert.Equal(t, []string{a, c, b}, r.Files())
 	assert.Equal(t, []uint64{1, 2, 3, 4, 5}, readAll(t, r))
-	assert.Equal(t, []uint64{2}, r.Stats().Gaps)
+	assert.Equal(t, []FileRange{{2, 2}}, r.Stats().Gaps)
 	assert.Equal(t, []string{"trace files missing (file index 2)"}, r.Stats().Inexact())
 }
 

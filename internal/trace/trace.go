@@ -15,6 +15,34 @@ package trace
 // Version is the format's version; a header with another is refused.
 const Version = 1
 
+// The bounds of a payload (a catalog file, a deployment) and its lines.
+const (
+	// PartBytes is the most payload bytes one line carries: base64 makes
+	// them 699,052 bytes, and the rest of the line is under 200, so every
+	// line the recorder writes is under MaxLineBytes.
+	PartBytes = 512 << 10
+	// MaxPayloadBytes is the largest payload a [Reader] puts together
+	// from parts: the largest catalog a node holds (its store's 1 GiB,
+	// docs/catalog-store.md). The recorder writes a larger one as a
+	// dropped line.
+	MaxPayloadBytes = 1 << 30
+)
+
+// Split cuts a payload into the parts its lines carry: one part when it
+// is at most PartBytes (an empty payload is one empty part).
+func Split(payload []byte) [][]byte {
+	if len(payload) <= PartBytes {
+		return [][]byte{payload}
+	}
+	var parts [][]byte
+	for len(payload) > 0 {
+		n := min(len(payload), PartBytes)
+		parts = append(parts, payload[:n:n])
+		payload = payload[n:]
+	}
+	return parts
+}
+
 // The kinds of line.
 const (
 	KindHeader   = "header"   // the first line of every file
@@ -81,18 +109,31 @@ type Header struct {
 
 // Catalog is the catalog the recording started with, in the catalog
 // file's JSON form (docs/catalog-format.md), and its generation.
+//
+// A catalog file longer than PartBytes is written in parts: Parts lines,
+// Part 0 to Parts-1 in order, each with PartBytes of the file (the last
+// with the rest) and the same Generation; a [Reader] hands out one line
+// with the whole file once it has the last part. Parts is 0 (absent) on
+// a catalog in one line.
 type Catalog struct {
 	Generation uint64 `json:"catalog_generation"`
 	File       []byte `json:"catalog_json"` // base64 in JSON: the bytes are a catalog file
+	Part       uint32 `json:"catalog_part,omitempty"`
+	Parts      uint32 `json:"catalog_parts,omitempty"`
 }
 
 // Change is a deploy (Deployment set) or a delete (Tenant and Service
 // set) that took effect, and the generation it made.
+//
+// A deployment longer than PartBytes is written in parts, as a catalog
+// is (DeploymentPart, DeploymentParts).
 type Change struct {
-	Generation uint64 `json:"generation"`
-	Deployment []byte `json:"deployment_json,omitempty"` // a deployment object, as PUT takes it
-	Tenant     string `json:"tenant,omitempty"`
-	Service    string `json:"service,omitempty"`
+	Generation      uint64 `json:"generation"`
+	Deployment      []byte `json:"deployment_json,omitempty"` // a deployment object, as PUT takes it
+	Tenant          string `json:"tenant,omitempty"`
+	Service         string `json:"service,omitempty"`
+	DeploymentPart  uint32 `json:"deployment_part,omitempty"`
+	DeploymentParts uint32 `json:"deployment_parts,omitempty"`
 }
 
 // Load is an accepted load sample. Decisions refer to it by Sequence.

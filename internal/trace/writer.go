@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -15,8 +17,29 @@ import (
 // DefaultBuffer is the number of lines a [Writer] buffers by default.
 const DefaultBuffer = 65536
 
+// DefaultBufferBytes bounds, by default, the memory the lines waiting in
+// a [Writer]'s queue hold (as [Line.QueuedBytes] counts it).
+const DefaultBufferBytes = 64 << 20
+
 // flushEvery bounds how long a written line may wait in the file buffer.
 const flushEvery = 100 * time.Millisecond
+
+// RetryEvery is how often a [Writer] whose writes fail tries again.
+const RetryEvery = time.Second
+
+// File is what a [Writer] writes a trace file through; *os.File is one.
+type File interface {
+	io.Writer
+	Sync() error
+	Close() error
+	Truncate(size int64) error
+	Seek(offset int64, whence int) (int64, error)
+}
+
+// createFile creates, or truncates, path for writing.
+func createFile(path string) (File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+}
 
 // WriterConfig configures a [Writer].
 type WriterConfig struct {
@@ -31,12 +54,23 @@ type WriterConfig struct {
 	// Buffer is how many lines may wait to be written; 0 is
 	// DefaultBuffer. A line added while it is full is dropped.
 	Buffer int
+	// BufferBytes bounds the bytes the waiting lines hold
+	// ([Line.QueuedBytes]); 0 is DefaultBufferBytes. A line that would
+	// take the queue past it is dropped, unless the queue is empty (so
+	// that one line larger than the bound still goes through).
+	BufferBytes int64
 	// StartUnixNano and PolicySHA256 go in every header.
 	StartUnixNano int64
 	PolicySHA256  string
 	// NextOrder, when set, gives a dropped line its Order (the node's
 	// provider.NextOrder); otherwise a dropped line has Order 0.
 	NextOrder func() uint64
+	// Logger, when set, is told when a write fails (once, when the
+	// recording stops) and when writing succeeds again.
+	Logger *slog.Logger
+	// Create opens Path for writing, created or truncated; nil is
+	// os.OpenFile. It is the file system's seam for tests.
+	Create func(path string) (File, error)
 }
 
 // Writer writes a trace file: [Writer.Add] queues a line without ever
@@ -44,25 +78,43 @@ type WriterConfig struct {
 // line, into the file. Lines that find the queue full are dropped and
 // counted, and a [KindDropped] line in the file says how many, so that a
 // reader knows the trace is not exact.
+//
+// A write that fails (a full disk) stops the recording: the failure is
+// logged and counted ([Writer.Failures], [Writer.Err]), the lines since
+// the last successful flush and every line until writing succeeds again
+// are dropped (and counted), and every [RetryEvery] the writer cuts the
+// file back to its last complete line and tries again. When a try
+// succeeds, a dropped line says how many were lost and recording goes on
+// in the same file.
 type Writer struct {
-	cfg     WriterConfig
-	lines   chan Line
-	closed  atomic.Bool
-	dropped atomic.Uint64
-	written atomic.Uint64
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
+	cfg      WriterConfig
+	lines    chan Line
+	closed   atomic.Bool
+	dropped  atomic.Uint64
+	written  atomic.Uint64
+	failures atomic.Uint64
+	queued   atomic.Int64 // bytes of the lines in the queue
+	stopped  atomic.Pointer[error]
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
 
 	// Owned by the writing goroutine (and NewWriter before it starts).
-	f        *os.File
-	bw       *bufio.Writer
-	enc      *json.Encoder
-	buf      bytes.Buffer
-	size     int64
-	file     uint64
-	reported uint64 // dropped lines already written in a dropped line
-	err      error  // the first write error; after it nothing more is written
+	f         File
+	bw        *bufio.Writer
+	enc       *json.Encoder
+	buf       bytes.Buffer
+	size      int64  // bytes given to bw since the file began
+	synced    int64  // size at the last successful flush: a line boundary
+	unflushed uint64 // lines counted written since the last successful flush
+	file      uint64
+	reported  uint64 // dropped lines already written in a dropped line
+	// reportedSynced is reported at the last successful flush.
+	reportedSynced uint64
+	failing        error // the write error the recording stopped on; nil while writing
+	rename         bool  // failing between closing a full file and renaming it
+	lastTry        time.Time
+	finalError     error // what Close returns
 }
 
 // NewWriter creates (or truncates) cfg.Path, writes its header and starts
@@ -78,30 +130,115 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 	if cfg.Buffer <= 0 {
 		cfg.Buffer = DefaultBuffer
 	}
+	if cfg.BufferBytes <= 0 {
+		cfg.BufferBytes = DefaultBufferBytes
+	}
+	if cfg.Create == nil {
+		cfg.Create = createFile
+	}
 	w := &Writer{cfg: cfg, lines: make(chan Line, cfg.Buffer), stop: make(chan struct{}), done: make(chan struct{})}
 	w.enc = json.NewEncoder(&w.buf)
 	w.enc.SetEscapeHTML(false)
+	w.bw = bufio.NewWriterSize(nil, 64<<10)
 	if err := w.open(); err != nil {
-		return nil, err
+		return nil, w.pathError(err)
 	}
+	if err := w.bw.Flush(); err != nil {
+		_ = w.f.Close()
+		return nil, w.pathError(err)
+	}
+	w.synced = w.size
 	go w.run()
 	return w, nil
 }
 
-// Add queues line to be written. It never blocks: when the queue is full,
-// or the writer is closed, the line is dropped (and counted when the
-// queue was full) and Add returns false. The line's parts must not be
-// changed after Add.
+// QueuedBytes is what l holds while it waits in a [Writer]'s queue, as
+// the queue's byte bound counts it: its strings and slices and a fixed
+// part for the structs.
+func (l *Line) QueuedBytes() int64 {
+	n := int64(256) + int64(len(l.Kind))
+	if l.Header != nil {
+		n += int64(len(l.Header.PolicySHA256))
+	}
+	if l.Catalog != nil {
+		n += int64(len(l.Catalog.File))
+	}
+	if c := l.Change; c != nil {
+		n += int64(len(c.Deployment) + len(c.Tenant) + len(c.Service))
+	}
+	if l.Load != nil {
+		n += 8 * int64(len(l.Load.QueueDelayNS))
+	}
+	if d := l.Decision; d != nil {
+		n += 256 + int64(len(d.Stage)+len(d.Target.Tenant)+len(d.Target.Service)+len(d.Target.Route)+
+			len(d.RoutingKey)+len(d.ActivationID)+len(d.Answer)+len(d.Scope)+len(d.Dimension)) + 8*int64(len(d.Since))
+		if p := d.Principal; p != nil {
+			n += int64(len(p.Kind) + len(p.Subject) + len(p.Tenant) + len(p.Service))
+		}
+		if r := d.Revision; r != nil {
+			n += int64(len(r.Tenant) + len(r.Service) + len(r.Route) + len(r.Contract) + len(r.Function) + len(r.Revision) + len(r.Release))
+		}
+	}
+	return n
+}
+
+// Add queues line to be written. It never blocks: when the queue is full
+// (in lines or in bytes), or the writer is closed, the line is dropped
+// (and counted when the queue was full) and Add returns false. The line's
+// parts must not be changed after Add.
 func (w *Writer) Add(line Line) bool {
+	switch w.tryAdd(&line) {
+	case added:
+		return true
+	case full:
+		w.dropped.Add(1)
+	}
+	return false
+}
+
+// AddWait queues line, waiting while the queue is full: for the lines of
+// the catalog a recording starts with, which may be far more than the
+// queue's bytes. False when the writer is closed.
+func (w *Writer) AddWait(line Line) bool {
+	for {
+		switch w.tryAdd(&line) {
+		case added:
+			return true
+		case closed:
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+type addResult int
+
+const (
+	added addResult = iota
+	full
+	closed
+)
+
+func (w *Writer) tryAdd(line *Line) addResult {
 	if w.closed.Load() {
-		return false
+		return closed
+	}
+	n := line.QueuedBytes()
+	for {
+		q := w.queued.Load()
+		if q > 0 && q+n > w.cfg.BufferBytes {
+			return full
+		}
+		if w.queued.CompareAndSwap(q, q+n) {
+			break
+		}
 	}
 	select {
-	case w.lines <- line:
-		return true
+	case w.lines <- *line:
+		return added
 	default:
-		w.dropped.Add(1)
-		return false
+		w.queued.Add(-n)
+		return full
 	}
 }
 
@@ -113,10 +250,26 @@ func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
 // dropped lines are not counted).
 func (w *Writer) Written() uint64 { return w.written.Load() }
 
+// Failures is the number of times the recording stopped on a write error.
+func (w *Writer) Failures() uint64 { return w.failures.Load() }
+
+// QueuedBytes is what the lines waiting in the queue hold.
+func (w *Writer) QueuedBytes() int64 { return w.queued.Load() }
+
+// Err is the write error the recording is stopped on (it names the
+// file), or nil while the recording is being written.
+func (w *Writer) Err() error {
+	if p := w.stopped.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // Close writes what is queued, a final dropped line if lines were dropped
 // since the last one, syncs and closes the file, and stops the goroutine.
 // Lines added concurrently with Close may be lost; Add after Close
-// returns false. It returns the first error the writer met. It may be
+// returns false. It returns the write error the recording was stopped on
+// when it closed, if it was, or the error closing the file met. It may be
 // called more than once.
 func (w *Writer) Close() error {
 	w.once.Do(func() {
@@ -124,7 +277,7 @@ func (w *Writer) Close() error {
 		close(w.stop)
 	})
 	<-w.done
-	return w.err
+	return w.finalError
 }
 
 func (w *Writer) run() {
@@ -134,17 +287,29 @@ func (w *Writer) run() {
 	for {
 		select {
 		case l := <-w.lines:
-			w.write(&l)
+			w.take(&l)
 			w.drain(tick.C)
 			w.settle()
 		case <-tick.C:
 			w.settle()
 		case <-w.stop:
 			w.drain(nil)
+			w.lastTry = time.Time{} // a stopped recording tries once more
 			w.settle()
 			w.finish()
 			return
 		}
+	}
+}
+
+// take writes a line taken from the queue.
+func (w *Writer) take(l *Line) {
+	w.queued.Add(-l.QueuedBytes())
+	if w.put(l) {
+		w.written.Add(1)
+		w.unflushed++
+	} else {
+		w.dropped.Add(1)
 	}
 }
 
@@ -154,7 +319,7 @@ func (w *Writer) drain(tick <-chan time.Time) {
 	for {
 		select {
 		case l := <-w.lines:
-			w.write(&l)
+			w.take(&l)
 		default:
 			return
 		}
@@ -166,35 +331,48 @@ func (w *Writer) drain(tick <-chan time.Time) {
 	}
 }
 
-// settle writes a dropped line if lines were dropped since the last one,
-// then flushes.
+// settle retries a failed recording when it is time, writes a dropped
+// line if lines were dropped since the last one, then flushes.
 func (w *Writer) settle() {
+	if w.failing != nil {
+		if time.Since(w.lastTry) < RetryEvery {
+			return
+		}
+		w.retry()
+		if w.failing != nil {
+			return
+		}
+	}
 	if d := w.dropped.Load(); d > w.reported {
 		var order uint64
 		if w.cfg.NextOrder != nil {
 			order = w.cfg.NextOrder()
 		}
-		lines := d - w.reported
-		w.reported = d
-		w.put(&Line{Kind: KindDropped, Order: order, Dropped: &Dropped{Lines: lines}})
+		if w.put(&Line{Kind: KindDropped, Order: order, Dropped: &Dropped{Lines: d - w.reported}}) {
+			w.reported = d // until a failure cuts the line off again
+		}
 	}
-	if w.err == nil {
-		w.fail(w.bw.Flush())
-	}
+	w.flush()
 }
 
-func (w *Writer) write(l *Line) {
-	if w.put(l) {
-		w.written.Add(1)
-	} else {
-		w.dropped.Add(1)
+// flush writes out the file buffer; on success the file ends at a line
+// boundary, which a later failure cuts the file back to.
+func (w *Writer) flush() bool {
+	if w.failing != nil {
+		return false
 	}
+	if err := w.bw.Flush(); err != nil {
+		w.fail(err)
+		return false
+	}
+	w.synced, w.unflushed, w.reportedSynced = w.size, 0, w.reported
+	return true
 }
 
 // put encodes l into the file and rotates when the file has reached
 // MaxBytes; false when it could not be written.
 func (w *Writer) put(l *Line) bool {
-	if w.err != nil {
+	if w.failing != nil {
 		return false
 	}
 	w.buf.Reset()
@@ -204,7 +382,8 @@ func (w *Writer) put(l *Line) bool {
 	}
 	n, err := w.bw.Write(w.buf.Bytes())
 	w.size += int64(n)
-	if w.fail(err) {
+	if err != nil {
+		w.fail(err)
 		return false
 	}
 	if w.cfg.MaxBytes > 0 && w.size >= w.cfg.MaxBytes {
@@ -213,43 +392,156 @@ func (w *Writer) put(l *Line) bool {
 	return true
 }
 
-// fail records err if it is the first; it reports whether err != nil.
-func (w *Writer) fail(err error) bool {
-	if err != nil && w.err == nil {
-		w.err = fmt.Errorf("trace: %s: %w", w.cfg.Path, err)
-	}
-	return err != nil
+func (w *Writer) pathError(err error) error {
+	return fmt.Errorf("trace: %s: %w", w.cfg.Path, err)
 }
 
-// open creates the current file and writes its header.
-func (w *Writer) open() error {
-	f, err := os.OpenFile(w.cfg.Path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+// fail stops the recording on err: the lines since the last successful
+// flush are lost (counted dropped), and so is every line until a retry
+// succeeds.
+func (w *Writer) fail(err error) {
+	if w.failing != nil {
+		return
+	}
+	w.failing = w.pathError(err)
+	w.lastTry = time.Now()
+	w.failures.Add(1)
+	w.publishStopped()
+	w.reported = w.reportedSynced
+	if w.unflushed > 0 {
+		w.written.Add(^(w.unflushed - 1))
+		w.dropped.Add(w.unflushed)
+		w.unflushed = 0
+	}
+	if w.cfg.Logger != nil {
+		w.cfg.Logger.Error("recording stopped: a trace write failed; lines are dropped until a retry succeeds",
+			"file", w.cfg.Path, "error", err.Error(), "retry_every", RetryEvery.String())
+	}
+}
+
+// retry tries to write again: it cuts the current file back to its last
+// complete line (or renames and reopens, when it failed mid-rotation),
+// and writes and flushes what is due.
+func (w *Writer) retry() {
+	w.lastTry = time.Now()
+	failed := w.failing
+	var err error
+	switch {
+	case w.rename:
+		if err = os.Rename(w.cfg.Path, w.cfg.Path+".1"); err == nil {
+			w.rename = false
+			w.file++
+			err = w.openFile()
+		}
+	case w.f == nil:
+		err = w.openFile()
+	case w.synced == 0:
+		// Not even the header reached the file: begin it again.
+		_ = w.f.Close()
+		w.f = nil
+		err = w.openFile()
+	default:
+		if err = w.f.Truncate(w.synced); err == nil {
+			if _, err = w.f.Seek(w.synced, io.SeekStart); err == nil {
+				w.size = w.synced
+				w.bw.Reset(w.f)
+			}
+		}
+	}
+	if err == nil {
+		err = w.bw.Flush()
+	}
 	if err != nil {
-		return fmt.Errorf("trace: %w", err)
+		w.bw.Reset(w.f)
+		w.failing = w.pathError(err)
+		w.publishStopped()
+		return
 	}
-	w.f, w.size = f, 0
-	if w.bw == nil {
-		w.bw = bufio.NewWriterSize(f, 64<<10)
-	} else {
-		w.bw.Reset(f)
+	w.synced = w.size
+	w.failing = nil
+	w.stopped.Store(nil)
+	if w.cfg.Logger != nil {
+		w.cfg.Logger.Info("recording resumed: a trace write succeeded again", "file", w.cfg.Path,
+			"stopped_on", failed.Error(), "dropped_lines_total", w.dropped.Load())
 	}
+}
+
+// publishStopped hands the error the recording is stopped on to Err.
+func (w *Writer) publishStopped() {
+	err := w.failing
+	w.stopped.Store(&err)
+}
+
+// openFile opens the current file and writes its header; on error the
+// file is nil again.
+func (w *Writer) openFile() error {
+	if err := w.open(); err != nil {
+		w.f = nil
+		return err
+	}
+	return nil
+}
+
+// open creates the current file and writes its header into the buffer.
+func (w *Writer) open() error {
+	f, err := w.cfg.Create(w.cfg.Path)
+	if err != nil {
+		return err
+	}
+	w.f, w.size, w.synced = f, 0, 0
+	w.bw.Reset(f)
 	h := Line{Kind: KindHeader, Header: &Header{Version: Version, StartUnixNano: w.cfg.StartUnixNano, File: w.file, PolicySHA256: w.cfg.PolicySHA256}}
 	w.buf.Reset()
 	if err := w.enc.Encode(&h); err != nil {
 		_ = f.Close()
-		return fmt.Errorf("trace: %w", err)
+		return err
 	}
 	n, err := w.bw.Write(w.buf.Bytes())
 	w.size += int64(n)
 	if err != nil {
 		_ = f.Close()
-		return fmt.Errorf("trace: %s: %w", w.cfg.Path, err)
+		return err
 	}
 	return nil
 }
 
-// closeFile flushes, syncs and closes the current file.
-func (w *Writer) closeFile() error {
+// rotate ends the current file as Path.1 and starts the next. A file
+// that cannot be flushed and synced is kept (the failure is retried on
+// it); one that was synced but could not be renamed is renamed on retry.
+func (w *Writer) rotate() {
+	if !w.flush() {
+		return
+	}
+	if err := w.f.Sync(); err != nil {
+		w.fail(err)
+		return
+	}
+	err := w.f.Close()
+	w.f = nil
+	if err == nil {
+		err = os.Rename(w.cfg.Path, w.cfg.Path+".1")
+	}
+	if err != nil {
+		w.rename = true
+		w.fail(err)
+		return
+	}
+	w.file++
+	if err := w.openFile(); err != nil {
+		w.fail(err)
+		return
+	}
+	w.flush() // the header at once: a file is never left without one
+}
+
+// finish ends the last file.
+func (w *Writer) finish() {
+	if w.failing != nil {
+		w.finalError = w.failing
+	}
+	if w.f == nil {
+		return
+	}
 	err := w.bw.Flush()
 	if e := w.f.Sync(); err == nil {
 		err = e
@@ -257,31 +549,8 @@ func (w *Writer) closeFile() error {
 	if e := w.f.Close(); err == nil {
 		err = e
 	}
-	return err
-}
-
-// rotate ends the current file as Path.1 and starts the next.
-func (w *Writer) rotate() {
-	err := w.closeFile()
 	w.f = nil
-	if w.fail(err) {
-		return
+	if err != nil && w.finalError == nil {
+		w.finalError = w.pathError(err)
 	}
-	if w.fail(os.Rename(w.cfg.Path, w.cfg.Path+".1")) {
-		return
-	}
-	w.file++
-	if err := w.open(); err != nil && w.err == nil {
-		w.err = err // names the path already
-	}
-}
-
-// finish ends the last file.
-func (w *Writer) finish() {
-	if w.f == nil {
-		return
-	}
-	err := w.closeFile()
-	w.f = nil
-	w.fail(err)
 }

@@ -136,7 +136,23 @@
     }
     body.replaceChildren(...rows);
   }
+  // renderRecording says when the -record trace has stopped on a write
+  // error (a full disk); nothing while it records, or without -record.
+  function renderRecording(rec) {
+    const p = document.getElementById("recording");
+    if (!rec || rec.state !== "stopped") {
+      p.hidden = true;
+      p.textContent = "";
+      delete p.dataset.state;
+      return;
+    }
+    p.hidden = false;
+    p.dataset.state = rec.state;
+    p.textContent = "Recording has stopped: " + rec.error + " (" + count(rec.write_errors) + " write errors, " +
+      count(rec.dropped_lines) + " lines dropped; retried every second)";
+  }
   function render(data) {
+    renderRecording(data.recording);
     renderScopes(data.scopes);
     renderClasses(data);
     renderLoad(data.load);
