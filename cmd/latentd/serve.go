@@ -47,6 +47,7 @@ type options struct {
 	insecurePlaintext                        bool
 	record                                   string
 	recordMaxBytes                           int64
+	maxConnections, maxConnectionsPerClient  int
 }
 
 // newLogger is the node's logger on w in the format -log-format names.
@@ -88,6 +89,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.accessLog, "access-log", true, "log one line per answered request (method, path pattern, validated tenant, service, route and activation ID, status, outcome or reason, duration, bytes)")
 	fs.StringVar(&o.record, "record", "", "record every admission decision, and what a replay needs, to the trace `FILE` (JSON lines; created or truncated; docs/record-and-shadow.md)")
 	fs.Int64Var(&o.recordMaxBytes, "record-max-bytes", 0, "rotate the -record file once it reaches `N` bytes: FILE becomes FILE.1 (replacing an older one) and a new FILE begins (0: no rotation)")
+	fs.IntVar(&o.maxConnections, "max-connections", latentd.DefaultMaxConnections, "the most connections the node holds open at once; past it a new one is closed as soon as accepted")
+	fs.IntVar(&o.maxConnectionsPerClient, "max-connections-per-client", latentd.DefaultMaxConnectionsPerClient,
+		"the most connections one client (an IP address, or an IPv6 /64) holds open at once; behind a proxy on this host every client is the proxy's")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -103,6 +107,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.maxResponseBytes <= 0 {
 		return o, errors.New("-max-response-bytes: must be positive")
+	}
+	if o.maxConnections <= 0 || o.maxConnectionsPerClient <= 0 {
+		return o, errors.New("-max-connections and -max-connections-per-client: must be positive")
 	}
 	if o.recordMaxBytes < 0 {
 		return o, errors.New("-record-max-bytes: must not be negative")
@@ -219,7 +226,8 @@ func start(ctx context.Context, o options, logger *slog.Logger) (*started, error
 	s.demo = o.tokens == ""
 	cfg := latentd.Config{Policy: pol, Tokens: tokens, StoreDir: o.store, RetryAfter: o.retryAfter, ShutdownGrace: o.grace,
 		AllowedHosts: o.allowedHosts, Logger: logger,
-		RecordPath: o.record, RecordMaxBytes: o.recordMaxBytes, RecordPolicySHA256: policySHA256}
+		RecordPath: o.record, RecordMaxBytes: o.recordMaxBytes, RecordPolicySHA256: policySHA256,
+		MaxConnections: o.maxConnections, MaxConnectionsPerClient: o.maxConnectionsPerClient}
 	if o.accessLog {
 		cfg.AccessLog = logger.With("log", "access")
 	}

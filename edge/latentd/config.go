@@ -21,6 +21,12 @@ const (
 	DefaultReadHeaderTimeout  = 5 * time.Second
 	DefaultIdleTimeout        = 60 * time.Second
 	DefaultMaxHeaderBytes     = 16 << 10
+	// DefaultMaxConnections and DefaultMaxConnectionsPerClient cap the
+	// connections Serve holds open (connlimit.go): 4096 idle HTTP/2
+	// connections are about 170 MiB and well under the descriptors a
+	// systemd service gets.
+	DefaultMaxConnections          = 4096
+	DefaultMaxConnectionsPerClient = 256
 )
 
 // Config is a node's configuration. Policy, Tokens and Guests are
@@ -67,6 +73,13 @@ type Config struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
+	// MaxConnections caps the connections Serve holds open at once, and
+	// MaxConnectionsPerClient those from one client (an IP address, or
+	// an IPv6 /64); a connection past either is closed as soon as it is
+	// accepted and counted in latent_node_connections_refused_total.
+	// Zero is the default.
+	MaxConnections          int
+	MaxConnectionsPerClient int
 	// AllowedHosts are the host names, besides loopback addresses and
 	// localhost, that a request's Host may name on administrator
 	// endpoints, the status API and /debug/ (the Host rule, host.go);
@@ -135,6 +148,12 @@ func (c *Config) setDefaults(ceiling time.Duration) error {
 	}
 	if c.MaxHeaderBytes <= 0 {
 		c.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.MaxConnectionsPerClient <= 0 {
+		c.MaxConnectionsPerClient = DefaultMaxConnectionsPerClient
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -65,6 +65,8 @@ type Node struct {
 	reloads *prometheus.CounterVec
 	// rec records decisions (Config.RecordPath); nil records nothing.
 	rec *recorder
+	// conns caps the connections of every listener Serve serves.
+	conns *connLimiter
 }
 
 // answerAfterInterrupt is how long Shutdown waits, once it has
@@ -177,6 +179,9 @@ func New(cfg Config) (_ *Node, err error) {
 	if err := n.registry.Register(n.reloads); err != nil {
 		return nil, fmt.Errorf("latentd: metrics: %w", err)
 	}
+	if n.conns, err = newConnLimiter(cfg.MaxConnections, cfg.MaxConnectionsPerClient, n.registry); err != nil {
+		return nil, fmt.Errorf("latentd: metrics: %w", err)
+	}
 	if rec != nil {
 		if err := rec.recordMetrics(n.registry); err != nil {
 			return nil, fmt.Errorf("latentd: metrics: %w", err)
@@ -269,9 +274,11 @@ func (n *Node) Pipeline() *pipeline.Pipeline { return n.pipe }
 // Sampler is the node's load sampler.
 func (n *Node) Sampler() *loadsampler.Sampler { return n.sampler }
 
-// Serve accepts connections on l until Shutdown; it returns
-// http.ErrServerClosed after a Shutdown.
+// Serve accepts connections on l until Shutdown, within the connection
+// caps (Config.MaxConnections); it returns http.ErrServerClosed after a
+// Shutdown.
 func (n *Node) Serve(l net.Listener) error {
+	l = limitListener{Listener: l, limiter: n.conns}
 	if n.server.TLSConfig != nil {
 		// The certificate comes from TLSConfig (GetCertificate or
 		// Certificates); ServeTLS offers HTTP/2 as well.
