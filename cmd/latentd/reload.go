@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"latent.dev/admission/edge/latentd"
+	"latent.dev/admission/internal/boundedfile"
 )
 
 // certificate is the TLS certificate in force: every handshake reads one
@@ -28,9 +29,22 @@ func loadCertificate(certFile, keyFile string) (*certificate, error) {
 	return c, nil
 }
 
-// reload reads the pair again; on an error the pair in force stays.
+// maxPEMBytes bounds a certificate chain's or a key's file.
+const maxPEMBytes = 1 << 20
+
+// reload reads the pair again; on an error the pair in force stays. The
+// files are read as regular files only: a FIFO is refused, not waited
+// on.
 func (c *certificate) reload() error {
-	pair, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+	certPEM, err := boundedfile.ReadRegular(c.certFile, maxPEMBytes)
+	if err != nil {
+		return fmt.Errorf("-tls-cert: %w", err)
+	}
+	keyPEM, err := boundedfile.ReadRegular(c.keyFile, maxPEMBytes)
+	if err != nil {
+		return fmt.Errorf("-tls-key: %w", err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return fmt.Errorf("-tls-cert %s, -tls-key %s: %w", c.certFile, c.keyFile, err)
 	}

@@ -22,6 +22,8 @@ import (
 	"latent.dev/admission/core"
 	"latent.dev/admission/edge/latentd"
 	"latent.dev/admission/edge/latentd/demo"
+	"latent.dev/admission/internal/boundedfile"
+	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/policy"
 )
 
@@ -277,15 +279,16 @@ func start(ctx context.Context, o options, logger *slog.Logger) (*started, error
 }
 
 // loadPolicy reads and decodes the policy file (the embedded one when
-// path is empty); it also returns the SHA-256 (hex) of the file's bytes,
-// for a trace's header.
+// path is empty; a path that is not a regular file, a FIFO say, is
+// refused rather than waited on); it also returns the SHA-256 (hex) of
+// the file's bytes, for a trace's header.
 func loadPolicy(path string) (*policy.NodeAdmissionPolicy, string, error) {
 	var data []byte
 	var err error
 	if path == "" {
 		data = demo.PolicyJSON()
 	} else {
-		data, err = os.ReadFile(path)
+		data, err = boundedfile.ReadRegular(path, strictjson.MaxDocumentBytes)
 	}
 	if err != nil {
 		return nil, "", err

@@ -3,11 +3,13 @@ package latentd
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
+	"latent.dev/admission/internal/boundedfile"
 	"latent.dev/admission/node/loadsampler"
 	"latent.dev/admission/policy"
 )
@@ -124,6 +126,13 @@ func (c *Config) setDefaults(ceiling time.Duration) error {
 	}
 	if c.RecordMaxBytes < 0 {
 		return errors.New("latentd: RecordMaxBytes must not be negative")
+	}
+	if c.RecordPath != "" {
+		// The trace is created or truncated: a FIFO there would block
+		// the opening, before the node listens, until it got a reader.
+		if err := boundedfile.CheckRegular(c.RecordPath); err != nil {
+			return fmt.Errorf("latentd: record: %w", err)
+		}
 	}
 	if c.Capacity == (catalog.Capacity{}) {
 		c.Capacity = catalog.GenerousCapacity
