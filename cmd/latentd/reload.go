@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"latent.dev/admission/edge/latentd"
 	"latent.dev/admission/internal/boundedfile"
@@ -55,13 +53,11 @@ func (c *certificate) reload() error {
 func (c *certificate) get(*tls.ClientHelloInfo) (*tls.Certificate, error) { return c.pair.Load(), nil }
 
 // onReload rereads the token file and the certificate pair at each
-// SIGHUP until the returned stop is called. A file that fails keeps what
-// it replaced in force and is logged, naming the file and the problem;
-// running requests and activations are untouched. Each reload is counted
-// in latent_node_reloads_total.
-func onReload(s *started, o options, logger *slog.Logger) (stop func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+// SIGHUP that hup delivers until the returned stop is called. A file that
+// fails keeps what it replaced in force and is logged, naming the file
+// and the problem; running requests and activations are untouched. Each
+// reload is counted in latent_node_reloads_total.
+func onReload(s *started, o options, logger *slog.Logger, hup <-chan os.Signal) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -77,7 +73,6 @@ func onReload(s *started, o options, logger *slog.Logger) (stop func()) {
 		}
 	}()
 	return func() {
-		signal.Stop(hup)
 		close(done)
 		wg.Wait()
 	}

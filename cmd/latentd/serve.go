@@ -14,8 +14,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"latent.dev/admission/catalog"
@@ -318,8 +320,18 @@ func putDemoGuest(g *latentd.WasmGuests) error {
 }
 
 // serveMain runs the node until ctx ends (SIGTERM, SIGINT), then shuts it
-// down gracefully.
+// down gracefully, reloading at each SIGHUP from its first instruction.
 func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	return serveWithReloads(ctx, args, hup, stdout, stderr)
+}
+
+// serveWithReloads is serveMain with the channel that SIGHUP arrives on,
+// caught by the caller before anything else: a SIGHUP that comes during
+// the start waits in it, and its reload is done once the node serves.
+func serveWithReloads(ctx context.Context, args []string, hup <-chan os.Signal, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -336,9 +348,10 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	defer s.cleanup()
-	// SIGHUP is caught before the address is printed: whoever reads the
-	// address may signal at once.
-	stopReloads := onReload(s, o, logger)
+	// Reloads start before the address is printed: whoever reads the
+	// address may signal at once. One asked for during the start is
+	// done now.
+	stopReloads := onReload(s, o, logger, hup)
 	defer stopReloads()
 	addr := s.listener.Addr().String()
 	scheme := "http"
