@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"latent.dev/admission/edge/latentd"
 	"latent.dev/admission/internal/boundedfile"
@@ -45,6 +46,13 @@ func (c *certificate) reload() error {
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return fmt.Errorf("-tls-cert %s, -tls-key %s: %w", c.certFile, c.keyFile, err)
+	}
+	// Every client would refuse a certificate outside its validity: the
+	// pair in force (or none, at start) is better than one that fails
+	// every handshake.
+	if now := time.Now(); now.Before(pair.Leaf.NotBefore) || now.After(pair.Leaf.NotAfter) {
+		return fmt.Errorf("-tls-cert %s: the certificate is valid from %s to %s, not now (%s)", c.certFile,
+			pair.Leaf.NotBefore.UTC().Format(time.RFC3339), pair.Leaf.NotAfter.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
 	c.pair.Store(&pair)
 	return nil
