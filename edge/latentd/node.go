@@ -67,6 +67,8 @@ type Node struct {
 	rec *recorder
 	// conns caps the connections of every listener Serve serves.
 	conns *connLimiter
+	// serverLog takes the HTTP server's own log lines (serverlog.go).
+	serverLog *serverLog
 }
 
 // answerAfterInterrupt is how long Shutdown waits, once it has
@@ -182,6 +184,9 @@ func New(cfg Config) (_ *Node, err error) {
 	if n.conns, err = newConnLimiter(cfg.MaxConnections, cfg.MaxConnectionsPerClient, n.registry); err != nil {
 		return nil, fmt.Errorf("latentd: metrics: %w", err)
 	}
+	if n.serverLog, err = newServerLog(cfg.Logger, n.registry); err != nil {
+		return nil, fmt.Errorf("latentd: metrics: %w", err)
+	}
 	if rec != nil {
 		if err := rec.recordMetrics(n.registry); err != nil {
 			return nil, fmt.Errorf("latentd: metrics: %w", err)
@@ -206,7 +211,7 @@ func New(cfg Config) (_ *Node, err error) {
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
-		ErrorLog:          nil,
+		ErrorLog:          n.serverLog.errorLog(),
 		TLSConfig:         cfg.TLSConfig,
 	}
 	return n, nil
