@@ -2,6 +2,8 @@ package latentd
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net"
 	"net/http"
@@ -117,5 +119,50 @@ func TestClientKeyGroupsAnIPv6Slash64(t *testing.T) {
 	}
 	if k := clientKey(&net.TCPAddr{IP: net.ParseIP("::ffff:192.0.2.1")}); k != "192.0.2.1" {
 		t.Errorf("an IPv4-mapped address: %q", k)
+	}
+}
+
+// Over TLS, HTTP/2 connections that sit idle count against the caps as
+// any other: past a client's cap the handshake itself fails.
+func TestIdleHTTP2ConnectionsAreCapped(t *testing.T) {
+	cert := selfSigned(t)
+	tn := startNode(t, nodeOptions{mutate: func(c *Config) {
+		c.MaxConnectionsPerClient = 2
+		c.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	}})
+	addr := strings.TrimPrefix(tn.url, "http://")
+	pool := x509.NewCertPool()
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.AddCert(leaf)
+	dial := func() (*tls.Conn, error) {
+		d := &net.Dialer{Timeout: patience}
+		conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{RootCAs: pool, NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS12})
+		if err == nil {
+			t.Cleanup(func() { conn.Close() })
+		}
+		return conn, err
+	}
+	for i := range 2 {
+		conn, err := dial()
+		if err != nil {
+			t.Fatalf("idle connection %d within the cap: %v", i+1, err)
+		}
+		if p := conn.ConnectionState().NegotiatedProtocol; p != "h2" {
+			t.Fatalf("negotiated %q, want h2", p)
+		}
+	}
+	for i := 2; i < 6; i++ {
+		if _, err := dial(); err == nil {
+			t.Errorf("idle HTTP/2 connection %d, past the cap of 2, was accepted", i+1)
+		}
+	}
+	if got := testutil.ToFloat64(tn.node.conns.refused.WithLabelValues(refusedPerClient)); got != 4 {
+		t.Errorf("refused per client: %v, want 4", got)
+	}
+	if got := testutil.ToFloat64(tn.node.conns.open); got != 2 {
+		t.Errorf("open: %v, want 2", got)
 	}
 }
