@@ -331,8 +331,18 @@ func (c *client) push(ctx context.Context, name string, stderr io.Writer) (strin
 	}
 	sum := sha256.Sum256(data)
 	hexDigest := hex.EncodeToString(sum[:])
-	if _, code := c.do(ctx, http.MethodPut, "/v1/admin/artifacts/sha256/"+hexDigest, bytes.NewReader(data), stderr); code != ExitOK {
+	a, code := c.do(ctx, http.MethodPut, "/v1/admin/artifacts/sha256/"+hexDigest, bytes.NewReader(data), stderr)
+	if code != ExitOK {
 		return "", code
+	}
+	// The documented answer names the digest stored; any other is not
+	// the node's word that the artifact is there.
+	var body struct {
+		Digest string `json:"digest"`
+	}
+	if json.Unmarshal(a.body, &body) != nil || body.Digest != "sha256:"+hexDigest {
+		fmt.Fprintf(stderr, "admissionctl node: push %s: the node's answer does not name sha256:%s: %s\n", printable.String(name), hexDigest, printable.String(string(a.body)))
+		return "", ExitRefused
 	}
 	return "sha256:" + hexDigest, ExitOK
 }

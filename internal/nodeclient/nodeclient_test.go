@@ -36,6 +36,9 @@ func (s *stub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if status == 0 {
 		status, answer = 200, `{"generation": 7}`
+		if hexDigest, ok := strings.CutPrefix(r.URL.Path, "/v1/admin/artifacts/sha256/"); ok {
+			answer = `{"digest": "sha256:` + hexDigest + `"}`
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -299,6 +302,29 @@ func TestPlainHTTPOnlyToLoopback(t *testing.T) {
 		code, _, errOut := runMain(t, getenv, "snapshot", "-node", node)
 		if code != ExitInput {
 			t.Errorf("%s (loopback): exit %d, stderr %q", node, code, errOut)
+		}
+	}
+}
+
+// A 200 whose body is not the documented one fails: a push answer that
+// names no digest, or another, and a deploy answer without a generation.
+func TestA200WithoutTheDocumentedBodyFails(t *testing.T) {
+	s, srv := newStub(t, false)
+	dir := t.TempDir()
+	artifact := filepath.Join(dir, "guest.wasm")
+	if err := os.WriteFile(artifact, []byte("\x00asm\x01\x00\x00\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	getenv := env(map[string]string{"LATENT_TOKEN": "t"})
+	for _, answer := range []string{`<html>ok</html>`, `{"digest": "sha256:` + strings.Repeat("0", 64) + `"}`, `{}`} {
+		s.status, s.answer = 200, answer
+		code, out, errOut := runMain(t, getenv, "push", "-node", srv.URL, artifact)
+		if code != ExitRefused || out != "" || !strings.Contains(errOut, "does not name") {
+			t.Errorf("push answered %s: exit %d, stdout %q, stderr %q", answer, code, out, errOut)
+		}
+		code, out, errOut = runMain(t, getenv, "undeploy", "-node", srv.URL, "acme/hello")
+		if code == ExitOK || out != "" || !strings.Contains(errOut, "names no generation") {
+			t.Errorf("undeploy answered %s: exit %d, stdout %q, stderr %q", answer, code, out, errOut)
 		}
 	}
 }
