@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"os"
@@ -46,6 +47,11 @@ func (c *certificate) reload() error {
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return fmt.Errorf("-tls-cert %s, -tls-key %s: %w", c.certFile, c.keyFile, err)
+	}
+	if pair.Leaf == nil { // GODEBUG=x509keypairleaf=0 leaves it unparsed
+		if pair.Leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
+			return fmt.Errorf("-tls-cert %s: %w", c.certFile, err)
+		}
 	}
 	// Every client would refuse a certificate outside its validity: the
 	// pair in force (or none, at start) is better than one that fails
