@@ -11,8 +11,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
+
+// metricValue is a counter's or a gauge's value.
+func metricValue(t *testing.T, c prometheus.Metric) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Counter != nil {
+		return m.Counter.GetValue()
+	}
+	return m.Gauge.GetValue()
+}
 
 // probe is one raw connection from a chosen loopback address, on which
 // the test sends requests itself.
@@ -58,7 +72,7 @@ func TestConnectionsAreCappedInTotalAndPerClient(t *testing.T) {
 	tn := startNode(t, nodeOptions{mutate: func(c *Config) { c.MaxConnections, c.MaxConnectionsPerClient = 5, 3 }})
 	addr := strings.TrimPrefix(tn.url, "http://")
 	refused := func(reason string) float64 {
-		return testutil.ToFloat64(tn.node.conns.refused.WithLabelValues(reason))
+		return metricValue(t, tn.node.conns.refused.WithLabelValues(reason))
 	}
 
 	// 127.0.0.1 holds three connections; its fourth and fifth are closed.
@@ -90,7 +104,7 @@ func TestConnectionsAreCappedInTotalAndPerClient(t *testing.T) {
 	if got := refused(refusedTotal); got != 1 {
 		t.Errorf("refused in total: %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(tn.node.conns.open); got != 5 {
+	if got := metricValue(t, tn.node.conns.open); got != 5 {
 		t.Errorf("open connections: %v, want 5", got)
 	}
 
@@ -159,10 +173,10 @@ func TestIdleHTTP2ConnectionsAreCapped(t *testing.T) {
 			t.Errorf("idle HTTP/2 connection %d, past the cap of 2, was accepted", i+1)
 		}
 	}
-	if got := testutil.ToFloat64(tn.node.conns.refused.WithLabelValues(refusedPerClient)); got != 4 {
+	if got := metricValue(t, tn.node.conns.refused.WithLabelValues(refusedPerClient)); got != 4 {
 		t.Errorf("refused per client: %v, want 4", got)
 	}
-	if got := testutil.ToFloat64(tn.node.conns.open); got != 2 {
+	if got := metricValue(t, tn.node.conns.open); got != 2 {
 		t.Errorf("open: %v, want 2", got)
 	}
 }

@@ -17,8 +17,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // selfSigned is a certificate for 127.0.0.1, valid for an hour either way.
@@ -106,7 +104,7 @@ func TestTheServerLogIsSlogAndRateLimited(t *testing.T) {
 	if err, _ := lines[0]["err"].(string); !strings.Contains(err, "TLS handshake error") {
 		t.Errorf("the line %v does not say what failed", lines[0])
 	}
-	if got := testutil.ToFloat64(n.serverLog.lines.WithLabelValues("suppressed")); got != attempts-serverLogBurst {
+	if got := metricValue(t, n.serverLog.lines.WithLabelValues("suppressed")); got != attempts-serverLogBurst {
 		t.Errorf("suppressed %v, want %d", got, attempts-serverLogBurst)
 	}
 
