@@ -105,8 +105,10 @@ func (l limitListener) Accept() (net.Conn, error) {
 		}
 		key := clientKey(conn.RemoteAddr())
 		if refusal := l.limiter.admit(key); refusal != "" {
-			_ = conn.Close()
+			// Counted before the close, which the client may see
+			// before anything else happens here.
 			l.limiter.refused.WithLabelValues(refusal).Inc()
+			_ = conn.Close()
 			continue
 		}
 		return &limitedConn{Conn: conn, limiter: l.limiter, key: key}, nil
