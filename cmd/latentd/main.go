@@ -21,14 +21,22 @@ import (
 )
 
 func main() {
+	// First: SIGHUP's default action ends the process, and a reload
+	// may be asked for as soon as the process exists (systemctl reload,
+	// a certificate renewal hook), long before the node serves. One
+	// that comes during start waits in the channel, and is done once
+	// the node serves.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
 	if len(os.Args) > 1 && os.Args[1] == "soak" {
+		signal.Stop(hup)
 		os.Exit(soakMain(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	go onSignals(signals, cancel, os.Stderr, os.Exit)
-	os.Exit(serveMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(serveWithReloads(ctx, os.Args[1:], hup, os.Stdout, os.Stderr))
 }
 
 // onSignals turns the first SIGTERM or SIGINT into a graceful shutdown

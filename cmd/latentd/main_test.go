@@ -178,6 +178,8 @@ func TestFlagsAndFiles(t *testing.T) {
 		{[]string{"-record-max-bytes", "-1"}, 2, "-record-max-bytes: must not be negative"},
 		{[]string{"-record-max-bytes", "1"}, 2, "-record-max-bytes: must be 0 (no rotation) or at least 1048576 (1 MiB)"},
 		{[]string{"-record-max-bytes", "1048575"}, 2, "-record-max-bytes: must be 0 (no rotation) or at least 1048576 (1 MiB)"},
+		{[]string{"-max-connections", "0"}, 2, "-max-connections and -max-connections-per-client: must be positive"},
+		{[]string{"-max-connections-per-client", "-1"}, 2, "-max-connections and -max-connections-per-client: must be positive"},
 		{[]string{"-record", filepath.Join(t.TempDir(), "missing", "trace.jsonl"), "-tokens", tokens}, 1, "trace.jsonl"},
 		{[]string{"-policy", filepath.Join(t.TempDir(), "missing.json"), "-tokens", tokens}, 1, "missing.json"},
 		{[]string{"-tokens", writeFile(t, "tokens.json", `{"tokens":[{"sha256":"x"}]}`)}, 1, "tokens.json: $.tokens[0].sha256"},

@@ -2,15 +2,16 @@ package main
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"sync"
 	"sync/atomic"
-	"syscall"
+	"time"
 
 	"latent.dev/admission/edge/latentd"
+	"latent.dev/admission/internal/boundedfile"
 )
 
 // certificate is the TLS certificate in force: every handshake reads one
@@ -28,11 +29,36 @@ func loadCertificate(certFile, keyFile string) (*certificate, error) {
 	return c, nil
 }
 
-// reload reads the pair again; on an error the pair in force stays.
+// maxPEMBytes bounds a certificate chain's or a key's file.
+const maxPEMBytes = 1 << 20
+
+// reload reads the pair again; on an error the pair in force stays. The
+// files are read as regular files only: a FIFO is refused, not waited
+// on.
 func (c *certificate) reload() error {
-	pair, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+	certPEM, err := boundedfile.ReadRegular(c.certFile, maxPEMBytes)
+	if err != nil {
+		return fmt.Errorf("-tls-cert: %w", err)
+	}
+	keyPEM, err := boundedfile.ReadRegular(c.keyFile, maxPEMBytes)
+	if err != nil {
+		return fmt.Errorf("-tls-key: %w", err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return fmt.Errorf("-tls-cert %s, -tls-key %s: %w", c.certFile, c.keyFile, err)
+	}
+	if pair.Leaf == nil { // GODEBUG=x509keypairleaf=0 leaves it unparsed
+		if pair.Leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
+			return fmt.Errorf("-tls-cert %s: %w", c.certFile, err)
+		}
+	}
+	// Every client would refuse a certificate outside its validity: the
+	// pair in force (or none, at start) is better than one that fails
+	// every handshake.
+	if now := time.Now(); now.Before(pair.Leaf.NotBefore) || now.After(pair.Leaf.NotAfter) {
+		return fmt.Errorf("-tls-cert %s: the certificate is valid from %s to %s, not now (%s)", c.certFile,
+			pair.Leaf.NotBefore.UTC().Format(time.RFC3339), pair.Leaf.NotAfter.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
 	c.pair.Store(&pair)
 	return nil
@@ -41,13 +67,11 @@ func (c *certificate) reload() error {
 func (c *certificate) get(*tls.ClientHelloInfo) (*tls.Certificate, error) { return c.pair.Load(), nil }
 
 // onReload rereads the token file and the certificate pair at each
-// SIGHUP until the returned stop is called. A file that fails keeps what
-// it replaced in force and is logged, naming the file and the problem;
-// running requests and activations are untouched. Each reload is counted
-// in latent_node_reloads_total.
-func onReload(s *started, o options, logger *slog.Logger) (stop func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+// SIGHUP that hup delivers until the returned stop is called. A file that
+// fails keeps what it replaced in force and is logged, naming the file
+// and the problem; running requests and activations are untouched. Each
+// reload is counted in latent_node_reloads_total.
+func onReload(s *started, o options, logger *slog.Logger, hup <-chan os.Signal) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -63,7 +87,6 @@ func onReload(s *started, o options, logger *slog.Logger) (stop func()) {
 		}
 	}()
 	return func() {
-		signal.Stop(hup)
 		close(done)
 		wg.Wait()
 	}

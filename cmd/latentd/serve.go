@@ -14,14 +14,18 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
 	"latent.dev/admission/edge/latentd"
 	"latent.dev/admission/edge/latentd/demo"
+	"latent.dev/admission/internal/boundedfile"
+	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/policy"
 )
 
@@ -47,6 +51,7 @@ type options struct {
 	insecurePlaintext                        bool
 	record                                   string
 	recordMaxBytes                           int64
+	maxConnections, maxConnectionsPerClient  int
 }
 
 // newLogger is the node's logger on w in the format -log-format names.
@@ -88,6 +93,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.accessLog, "access-log", true, "log one line per answered request (method, path pattern, validated tenant, service, route and activation ID, status, outcome or reason, duration, bytes)")
 	fs.StringVar(&o.record, "record", "", "record every admission decision, and what a replay needs, to the trace `FILE` (JSON lines; created or truncated; docs/record-and-shadow.md)")
 	fs.Int64Var(&o.recordMaxBytes, "record-max-bytes", 0, "rotate the -record file once it reaches `N` bytes: FILE becomes FILE.1 (replacing an older one) and a new FILE begins (0: no rotation; else at least 1048576)")
+	fs.IntVar(&o.maxConnections, "max-connections", latentd.DefaultMaxConnections, "the most connections the node holds open at once; past it a new one is closed as soon as accepted")
+	fs.IntVar(&o.maxConnectionsPerClient, "max-connections-per-client", latentd.DefaultMaxConnectionsPerClient,
+		"the most connections one client (an IP address, or an IPv6 /64) holds open at once; behind a proxy on this host every client is the proxy's")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -103,6 +111,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.maxResponseBytes <= 0 {
 		return o, errors.New("-max-response-bytes: must be positive")
+	}
+	if o.maxConnections <= 0 || o.maxConnectionsPerClient <= 0 {
+		return o, errors.New("-max-connections and -max-connections-per-client: must be positive")
 	}
 	if o.recordMaxBytes < 0 {
 		return o, errors.New("-record-max-bytes: must not be negative")
@@ -222,7 +233,8 @@ func start(ctx context.Context, o options, logger *slog.Logger) (*started, error
 	s.demo = o.tokens == ""
 	cfg := latentd.Config{Policy: pol, Tokens: tokens, StoreDir: o.store, RetryAfter: o.retryAfter, ShutdownGrace: o.grace,
 		AllowedHosts: o.allowedHosts, Logger: logger,
-		RecordPath: o.record, RecordMaxBytes: o.recordMaxBytes, RecordPolicySHA256: policySHA256}
+		RecordPath: o.record, RecordMaxBytes: o.recordMaxBytes, RecordPolicySHA256: policySHA256,
+		MaxConnections: o.maxConnections, MaxConnectionsPerClient: o.maxConnectionsPerClient}
 	if o.accessLog {
 		cfg.AccessLog = logger.With("log", "access")
 	}
@@ -272,15 +284,16 @@ func start(ctx context.Context, o options, logger *slog.Logger) (*started, error
 }
 
 // loadPolicy reads and decodes the policy file (the embedded one when
-// path is empty); it also returns the SHA-256 (hex) of the file's bytes,
-// for a trace's header.
+// path is empty; a path that is not a regular file, a FIFO say, is
+// refused rather than waited on); it also returns the SHA-256 (hex) of
+// the file's bytes, for a trace's header.
 func loadPolicy(path string) (*policy.NodeAdmissionPolicy, string, error) {
 	var data []byte
 	var err error
 	if path == "" {
 		data = demo.PolicyJSON()
 	} else {
-		data, err = os.ReadFile(path)
+		data, err = boundedfile.ReadRegular(path, strictjson.MaxDocumentBytes)
 	}
 	if err != nil {
 		return nil, "", err
@@ -310,8 +323,18 @@ func putDemoGuest(g *latentd.WasmGuests) error {
 }
 
 // serveMain runs the node until ctx ends (SIGTERM, SIGINT), then shuts it
-// down gracefully.
+// down gracefully, reloading at each SIGHUP from its first instruction.
 func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	return serveWithReloads(ctx, args, hup, stdout, stderr)
+}
+
+// serveWithReloads is serveMain with the channel that SIGHUP arrives on,
+// caught by the caller before anything else: a SIGHUP that comes during
+// the start waits in it, and its reload is done once the node serves.
+func serveWithReloads(ctx context.Context, args []string, hup <-chan os.Signal, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -328,9 +351,10 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	defer s.cleanup()
-	// SIGHUP is caught before the address is printed: whoever reads the
-	// address may signal at once.
-	stopReloads := onReload(s, o, logger)
+	// Reloads start before the address is printed: whoever reads the
+	// address may signal at once. One asked for during the start is
+	// done now.
+	stopReloads := onReload(s, o, logger, hup)
 	defer stopReloads()
 	addr := s.listener.Addr().String()
 	scheme := "http"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -56,12 +57,18 @@ func newTestCA(t *testing.T) *testCA {
 // returns the two file names.
 func (ca *testCA) issue(t *testing.T, dir string, serial int64) (certFile, keyFile string) {
 	t.Helper()
+	return ca.issueValid(t, dir, serial, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+}
+
+// issueValid is issue for a certificate valid from notBefore to notAfter.
+func (ca *testCA) issueValid(t *testing.T, dir string, serial int64, notBefore, notAfter time.Time) (certFile, keyFile string) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: notBefore, NotAfter: notAfter,
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
@@ -281,4 +288,85 @@ func TestSIGHUPInTheDemonstration(t *testing.T) {
 		}
 	}
 	s.end(t)
+}
+
+// A certificate outside its validity is refused at start (exit 1, naming
+// the file) and at a reload, which keeps the pair in force, logs the
+// refusal and counts it failed.
+func TestACertificateOutsideItsValidityIsRefused(t *testing.T) {
+	ca := newTestCA(t)
+	tokens := tokenFile(t)
+	expiredCert, expiredKey := ca.issueValid(t, t.TempDir(), 5, time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour))
+	futureCert, futureKey := ca.issueValid(t, t.TempDir(), 6, time.Now().Add(time.Hour), time.Now().Add(2*time.Hour))
+	for _, pair := range [][2]string{{expiredCert, expiredKey}, {futureCert, futureKey}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		out := lineWriter{make(chan string, 64)}
+		stderr := &lockedBuffer{}
+		code := make(chan int, 1)
+		go func() {
+			code <- serveMain(ctx, []string{"-listen", "127.0.0.1:0", "-tokens", tokens, "-tls-cert", pair[0], "-tls-key", pair[1]}, out, stderr)
+		}()
+	wait:
+		for {
+			select {
+			case c := <-code:
+				if c != 1 || !strings.Contains(stderr.String(), pair[0]+": the certificate is valid from") {
+					t.Errorf("%s: exit %d, stderr %q", pair[0], c, stderr.String())
+				}
+				break wait
+			case line := <-out.lines:
+				if strings.HasPrefix(line, "latentd: serving on") {
+					t.Errorf("%s: served with a certificate outside its validity", pair[0])
+					cancel()
+				}
+			case <-time.After(2 * time.Minute):
+				t.Fatalf("%s: neither served nor exited", pair[0])
+			}
+		}
+		cancel()
+	}
+
+	dir := t.TempDir()
+	certFile, keyFile := ca.issue(t, dir, 7)
+	s := serve(t, "-tokens", tokens, "-policy", calmPolicy(t), "-tls-cert", certFile, "-tls-key", keyFile)
+	copyFile(t, expiredCert, certFile)
+	copyFile(t, expiredKey, keyFile)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	client := tlsClient(ca.pool)
+	defer client.CloseIdleConnections()
+	metrics := func() string {
+		req, _ := http.NewRequest(http.MethodGet, "https://"+s.addr+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+fileAdminToken)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(metrics(), `latent_node_reloads_total{result="failed"} 1`); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the expired certificate's reload is not counted failed:\n%s", metrics())
+		}
+	}
+	if m := metrics(); !strings.Contains(m, `latent_node_reloads_total{result="ok"} 0`) {
+		t.Errorf("the expired certificate's reload counted ok:\n%s", m)
+	}
+	conn, err := tls.Dial("tcp", s.addr, &tls.Config{RootCAs: ca.pool, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatalf("a handshake after the refused reload: %v", err)
+	}
+	serial := conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+	conn.Close()
+	if serial != 7 {
+		t.Errorf("a new handshake sees certificate %d, want the one in force, 7", serial)
+	}
+	client.CloseIdleConnections()
+	s.end(t)
+	if log := s.stderr.String(); !strings.Contains(log, "the certificate is refused") || !strings.Contains(log, "not now") {
+		t.Errorf("the refused reload is not logged:\n%s", log)
+	}
 }

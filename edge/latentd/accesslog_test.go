@@ -109,6 +109,35 @@ func TestAccessLogOneLinePerRequest(t *testing.T) {
 	}
 }
 
+// An activation ID that admission refuses (too long, or with a byte an
+// identifier may not hold) is never logged: the line has none.
+func TestAccessLogLeavesOutAnInvalidActivationID(t *testing.T) {
+	sink := &syncBuffer{}
+	tn := startNode(t, nodeOptions{mutate: func(c *Config) {
+		c.AccessLog = slog.New(slog.NewJSONHandler(sink, nil))
+	}})
+	long := "act-" + strings.Repeat("x", 3000)
+	for _, id := range []string{long, "act with spaces"} {
+		r := tn.invoke("acme/echo/run", aliceToken, "x", HeaderActivationID, id)
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "identifier-invalid") {
+			t.Fatalf("activation ID %.20q: %d %s", id, r.status, r.body)
+		}
+	}
+	lines := sink.lines(t)
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2: %v", len(lines), lines)
+	}
+	for i, line := range lines {
+		if line["activation_id"] != nil || line["reason"] != "identifier-invalid" || line["status"] != float64(400) {
+			t.Errorf("line %d: activation_id %.40v, reason %v, status %v", i, line["activation_id"], line["reason"], line["status"])
+		}
+	}
+	raw := func() string { sink.mu.Lock(); defer sink.mu.Unlock(); return sink.buf.String() }()
+	if strings.Contains(raw, "xxxxxxxx") || strings.Contains(raw, "with spaces") {
+		t.Errorf("the access log holds the refused activation ID:\n%.300s", raw)
+	}
+}
+
 // Without an access logger nothing is logged, and the status page still
 // records invocations.
 func TestNoAccessLogByDefault(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
+	"latent.dev/admission/internal/boundedfile"
 	"latent.dev/admission/internal/trace"
 	"latent.dev/admission/node/loadsampler"
 	"latent.dev/admission/policy"
@@ -31,6 +32,12 @@ const (
 	DefaultReadHeaderTimeout = 5 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultMaxHeaderBytes    = 16 << 10
+	// DefaultMaxConnections and DefaultMaxConnectionsPerClient cap the
+	// connections Serve holds open (connlimit.go): 4096 idle HTTP/2
+	// connections are about 170 MiB and well under the descriptors a
+	// systemd service gets.
+	DefaultMaxConnections          = 4096
+	DefaultMaxConnectionsPerClient = 256
 )
 
 // Config is a node's configuration. Policy, Tokens and Guests are
@@ -77,6 +84,13 @@ type Config struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
+	// MaxConnections caps the connections Serve holds open at once, and
+	// MaxConnectionsPerClient those from one client (an IP address, or
+	// an IPv6 /64); a connection past either is closed as soon as it is
+	// accepted and counted in latent_node_connections_refused_total.
+	// Zero is the default.
+	MaxConnections          int
+	MaxConnectionsPerClient int
 	// AllowedHosts are the host names, besides loopback addresses and
 	// localhost, that a request's Host may name on administrator
 	// endpoints, the status API and /debug/ (the Host rule, host.go);
@@ -128,6 +142,13 @@ func (c *Config) setDefaults(ceiling time.Duration) error {
 	if c.RecordMaxBytes > 0 && c.RecordMaxBytes < MinRecordMaxBytes {
 		return fmt.Errorf("latentd: RecordMaxBytes must be 0 (no rotation) or at least %d", MinRecordMaxBytes)
 	}
+	if c.RecordPath != "" {
+		// The trace is created or truncated: a FIFO there would block
+		// the opening, before the node listens, until it got a reader.
+		if err := boundedfile.CheckRegular(c.RecordPath); err != nil {
+			return fmt.Errorf("latentd: record: %w", err)
+		}
+	}
 	if c.Capacity == (catalog.Capacity{}) {
 		c.Capacity = catalog.GenerousCapacity
 	}
@@ -151,6 +172,12 @@ func (c *Config) setDefaults(ceiling time.Duration) error {
 	}
 	if c.MaxHeaderBytes <= 0 {
 		c.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.MaxConnectionsPerClient <= 0 {
+		c.MaxConnectionsPerClient = DefaultMaxConnectionsPerClient
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -41,6 +41,20 @@
 // and every series to an administrator's or a metrics token (metrics.go).
 // Usage asks the policy's principal check that invocation asks.
 //
+// Every answer to a request that carries a token is Cache-Control:
+// no-store (observe.go), whichever handler gives it.
+//
+// # What a client can cost
+//
+// Serve holds at most Config.MaxConnections connections, and
+// Config.MaxConnectionsPerClient from one client (an IP address, or an
+// IPv6 /64); the listener closes the excess as soon as it is accepted
+// (connlimit.go), so idle connections, HTTP/2 ones among them, cannot
+// exhaust descriptors or memory. The HTTP server's own log goes through
+// Config.Logger, rate-limited (serverlog.go), so failed handshakes cannot
+// flood it; the access log names the activation ID only once it passes
+// admission's identifier rule.
+//
 // # Views
 //
 // Deploys and deletes go through the catalog (and so its store) under

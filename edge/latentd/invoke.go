@@ -72,7 +72,12 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set(HeaderActivationID, inv.activationID)
-	note.activationID = inv.activationID
+	// Noted (for the access log) only when it passes admission's own
+	// identifier rule: admission refuses any other, and the log must not
+	// carry whatever a caller wrote.
+	if policy.ValidIdentifier(inv.activationID, settings.MaximumIdentifierBytes) {
+		note.activationID = inv.activationID
+	}
 
 	input, measured, err := readPayload(r.Body, settings.MaximumPayloadBytes)
 	if err != nil {

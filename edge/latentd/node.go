@@ -65,6 +65,10 @@ type Node struct {
 	reloads *prometheus.CounterVec
 	// rec records decisions (Config.RecordPath); nil records nothing.
 	rec *recorder
+	// conns caps the connections of every listener Serve serves.
+	conns *connLimiter
+	// serverLog takes the HTTP server's own log lines (serverlog.go).
+	serverLog *serverLog
 }
 
 // answerAfterInterrupt is how long Shutdown waits, once it has
@@ -177,6 +181,12 @@ func New(cfg Config) (_ *Node, err error) {
 	if err := n.registry.Register(n.reloads); err != nil {
 		return nil, fmt.Errorf("latentd: metrics: %w", err)
 	}
+	if n.conns, err = newConnLimiter(cfg.MaxConnections, cfg.MaxConnectionsPerClient, n.registry); err != nil {
+		return nil, fmt.Errorf("latentd: metrics: %w", err)
+	}
+	if n.serverLog, err = newServerLog(cfg.Logger, n.registry); err != nil {
+		return nil, fmt.Errorf("latentd: metrics: %w", err)
+	}
 	if rec != nil {
 		if err := rec.recordMetrics(n.registry); err != nil {
 			return nil, fmt.Errorf("latentd: metrics: %w", err)
@@ -201,7 +211,7 @@ func New(cfg Config) (_ *Node, err error) {
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
-		ErrorLog:          nil,
+		ErrorLog:          n.serverLog.errorLog(),
 		TLSConfig:         cfg.TLSConfig,
 	}
 	return n, nil
@@ -269,9 +279,11 @@ func (n *Node) Pipeline() *pipeline.Pipeline { return n.pipe }
 // Sampler is the node's load sampler.
 func (n *Node) Sampler() *loadsampler.Sampler { return n.sampler }
 
-// Serve accepts connections on l until Shutdown; it returns
-// http.ErrServerClosed after a Shutdown.
+// Serve accepts connections on l until Shutdown, within the connection
+// caps (Config.MaxConnections); it returns http.ErrServerClosed after a
+// Shutdown.
 func (n *Node) Serve(l net.Listener) error {
+	l = limitListener{Listener: l, limiter: n.conns}
 	if n.server.TLSConfig != nil {
 		// The certificate comes from TLSConfig (GetCertificate or
 		// Certificates); ServeTLS offers HTTP/2 as well.

@@ -95,7 +95,8 @@ func (b *bodyCounter) Read(p []byte) (int, error) {
 }
 
 // observe wraps the node's routes: it samples the rejection counters for
-// the status page at most once a second, and once a request is answered
+// the status page at most once a second, marks every answer to a request
+// that carries a token Cache-Control: no-store, and once a request is answered
 // hands its note to the status page's ring (an invocation that ran or
 // was scheduled) and to the access log.
 func (n *Node) observe(next http.Handler) http.Handler {
@@ -103,6 +104,11 @@ func (n *Node) observe(next http.Handler) http.Handler {
 		start := n.status.now()
 		n.status.maybeSample(start)
 		aw := &answerWriter{ResponseWriter: w}
+		if len(r.Header.Values("Authorization")) != 0 {
+			// No cache may keep an answer to a token, whichever handler
+			// gives it (pprof's among them) and whatever it says.
+			aw.Header().Set("Cache-Control", "no-store")
+		}
 		body := &bodyCounter{ReadCloser: r.Body}
 		r.Body = body
 		next.ServeHTTP(aw, r)

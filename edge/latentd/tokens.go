@@ -40,9 +40,10 @@ type tokenEntry struct {
 }
 
 // LoadTokens reads and decodes a token file (see DecodeTokens); errors
-// name the file.
+// name the file. Anything but a regular file (a FIFO, which would block
+// a reload until it got a writer, a device) is refused.
 func LoadTokens(path string) (*Tokens, error) {
-	data, err := boundedfile.Read(path, MaxTokenFileBytes)
+	data, err := boundedfile.ReadRegular(path, MaxTokenFileBytes)
 	if err != nil {
 		return nil, err
 	}

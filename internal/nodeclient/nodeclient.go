@@ -12,12 +12,21 @@
 // http://127.0.0.1:8080), -token-file FILE (default: the token in
 // $LATENT_TOKEN; a token is never a flag's value, which other users of
 // the machine could read) and -ca FILE (PEM certificates to trust for an
-// https node with a private CA) and -timeout.
+// https node with a private CA), -timeout and -insecure-plaintext (send
+// the token over plain HTTP to a node that is not on loopback, as
+// latentd's own flag of that name allows it to listen so).
+//
+// The client never follows a redirect: the token would go wherever the
+// Location names, and a redirected PUT comes back as a GET that deploys
+// nothing. Every answer but the documented one (200 with a JSON body) is
+// a failure: a 3xx, an unexpected 2xx, or a refusal.
 //
 // The node's refusals are printed one line each: the error, then every
-// problem with its JSON path. Exit status: 0 ok; 1 the node refused (any
-// answer that is not 2xx), or a deployment file has problems; 2 misuse;
-// 3 an input could not be read, or the node could not be reached.
+// problem with its JSON path. Exit status: 0 ok; 1 the node refused or
+// answered anything but 200 (a redirect among them), or a deployment
+// file has problems; 2 misuse (plain HTTP to a node that is not on
+// loopback without -insecure-plaintext among them); 3 an input could not
+// be read, or the node could not be reached.
 package nodeclient
 
 import (
@@ -31,6 +40,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -78,6 +88,7 @@ func Main(args []string, getenv func(string) string, stdout, stderr io.Writer) i
 	fs.StringVar(&o.tokenFile, "token-file", "", "a file holding the bearer token (default: $LATENT_TOKEN)")
 	fs.StringVar(&o.caFile, "ca", "", "PEM certificates to trust for an https node")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long one request may take (a deploy compiles its guests)")
+	fs.BoolVar(&o.insecurePlaintext, "insecure-plaintext", false, "allow an http -node that is not on loopback (the token then crosses the network in clear)")
 	if verb.flags != nil {
 		verb.flags(fs, &o)
 	}
@@ -105,13 +116,16 @@ verbs:
   undeploy TENANT/SERVICE      delete a deployment
   usage TENANT                 a tenant's reservations and limits
   snapshot                     the node's catalog, usage and load
-flags of every verb: -node URL, -token-file FILE ($LATENT_TOKEN otherwise), -ca FILE, -timeout
-exit status: 0 ok, 1 refused by the node, 2 misuse, 3 unreadable input or node unreachable
+flags of every verb: -node URL, -token-file FILE ($LATENT_TOKEN otherwise), -ca FILE, -timeout,
+  -insecure-plaintext (an http -node that is not on loopback)
+redirects are never followed; any answer but 200 is a failure
+exit status: 0 ok, 1 refused by the node or an unexpected answer, 2 misuse, 3 unreadable input or node unreachable
 `
 
 type options struct {
 	node, tokenFile, caFile string
 	timeout                 time.Duration
+	insecurePlaintext       bool
 	artifacts               string
 }
 
@@ -154,6 +168,10 @@ func (o *options) client(getenv func(string) string, stderr io.Writer) (*client,
 		fmt.Fprintf(stderr, "admissionctl node: -node %q: want an http or https URL such as %s\n", printable.String(node), DefaultNode)
 		return nil, ExitMisuse
 	}
+	if base.Scheme == "http" && !o.insecurePlaintext && !loopbackHost(base.Hostname()) {
+		fmt.Fprintf(stderr, "admissionctl node: -node %s: plain HTTP to a node that is not on loopback would send the token in clear: use https, or give -insecure-plaintext\n", printable.String(base.Redacted()))
+		return nil, ExitMisuse
+	}
 	base.Path = strings.TrimSuffix(base.Path, "/")
 	token := strings.TrimSpace(getenv("LATENT_TOKEN"))
 	if o.tokenFile != "" {
@@ -186,7 +204,23 @@ func (o *options) client(getenv func(string) string, stderr io.Writer) (*client,
 		}
 		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &client{base: base, token: token, http: &http.Client{Transport: transport}}, ExitOK
+	return &client{base: base, token: token, http: &http.Client{Transport: transport, CheckRedirect: noRedirects}}, ExitOK
+}
+
+// noRedirects hands a redirect back as the answer: following it would
+// send the token to wherever Location names (in clear, if it says http),
+// and would turn a PUT into a GET.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// loopbackHost reports whether a URL's host is this machine's loopback:
+// localhost, or an address in 127.0.0.0/8 or ::1 (latentd's own rule for
+// plain HTTP).
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // answer is one answer from the node.
@@ -195,8 +229,9 @@ type answer struct {
 	body   []byte
 }
 
-// do sends one request. A transport failure is exit 3, an answer that is
-// not 2xx is printed as the node's refusal and is exit 1.
+// do sends one request. A transport failure is exit 3; an answer that is
+// not 200 (the only success the node's API documents) is printed as the
+// node's refusal, or as an unexpected answer, and is exit 1.
 func (c *client) do(ctx context.Context, method, path string, body io.Reader, stderr io.Writer) (answer, int) {
 	u := *c.base
 	u.Path += path
@@ -221,11 +256,18 @@ func (c *client) do(ctx context.Context, method, path string, body io.Reader, st
 		return answer{}, ExitInput
 	}
 	a := answer{status: resp.StatusCode, body: data}
-	if resp.StatusCode/100 != 2 {
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		return a, ExitOK
+	case resp.StatusCode/100 == 3:
+		fmt.Fprintf(stderr, "%s %s: the node answered %d, a redirect (to %s), which is never followed: nothing was done; give -node the URL the node serves on\n",
+			method, path, resp.StatusCode, printable.String(resp.Header.Get("Location")))
+	case resp.StatusCode/100 == 2 || resp.StatusCode/100 == 1:
+		fmt.Fprintf(stderr, "%s %s: the node answered %d, not the documented 200: the request's effect is unknown\n", method, path, resp.StatusCode)
+	default:
 		printRefusal(stderr, method+" "+path, a)
-		return a, ExitRefused
 	}
-	return a, ExitOK
+	return a, ExitRefused
 }
 
 // printRefusal prints the node's error and every problem with its JSON
@@ -289,8 +331,18 @@ func (c *client) push(ctx context.Context, name string, stderr io.Writer) (strin
 	}
 	sum := sha256.Sum256(data)
 	hexDigest := hex.EncodeToString(sum[:])
-	if _, code := c.do(ctx, http.MethodPut, "/v1/admin/artifacts/sha256/"+hexDigest, bytes.NewReader(data), stderr); code != ExitOK {
+	a, code := c.do(ctx, http.MethodPut, "/v1/admin/artifacts/sha256/"+hexDigest, bytes.NewReader(data), stderr)
+	if code != ExitOK {
 		return "", code
+	}
+	// The documented answer names the digest stored; any other is not
+	// the node's word that the artifact is there.
+	var body struct {
+		Digest string `json:"digest"`
+	}
+	if json.Unmarshal(a.body, &body) != nil || body.Digest != "sha256:"+hexDigest {
+		fmt.Fprintf(stderr, "admissionctl node: push %s: the node's answer does not name sha256:%s: %s\n", printable.String(name), hexDigest, printable.String(string(a.body)))
+		return "", ExitRefused
 	}
 	return "sha256:" + hexDigest, ExitOK
 }

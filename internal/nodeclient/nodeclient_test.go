@@ -36,6 +36,9 @@ func (s *stub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if status == 0 {
 		status, answer = 200, `{"generation": 7}`
+		if hexDigest, ok := strings.CutPrefix(r.URL.Path, "/v1/admin/artifacts/sha256/"); ok {
+			answer = `{"digest": "sha256:` + hexDigest + `"}`
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -226,5 +229,102 @@ func TestTokenFileAndPrivateCA(t *testing.T) {
 	}
 	if !strings.Contains(out, `"tenant": "acme"`) {
 		t.Errorf("output %q is not the indented answer", out)
+	}
+}
+
+// A redirect is never followed: the token stays with the node it was
+// meant for, and a PUT answered by a 302 deploys nothing and says so.
+func TestRedirectsAreNeverFollowed(t *testing.T) {
+	// elsewhere is where the redirects point: a plain-HTTP origin that
+	// answers every request as a successful deploy would be answered.
+	seen, elsewhere := newStub(t, false)
+	seen.status, seen.answer = 200, `{"generation": 42}`
+	file := filepath.Join(t.TempDir(), "d.json")
+	if err := os.WriteFile(file, deployment(t, "sha256:"+strings.Repeat("ab", 32)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, status := range []int{301, 302, 303, 307, 308} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			redirector := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, elsewhere.URL+r.URL.Path, status)
+			}))
+			defer redirector.Close()
+			ca := filepath.Join(t.TempDir(), "ca.pem")
+			if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: redirector.Certificate().Raw}), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			getenv := env(map[string]string{"LATENT_TOKEN": "secret-admin-token"})
+			code, out, errOut := runMain(t, getenv, "deploy", "-node", redirector.URL, "-ca", ca, file)
+			if code != ExitRefused || strings.Contains(out, "deployed") || !strings.Contains(errOut, "redirect") {
+				t.Errorf("deploy answered %d: exit %d, stdout %q, stderr %q", status, code, out, errOut)
+			}
+			code, out, errOut = runMain(t, getenv, "snapshot", "-node", redirector.URL, "-ca", ca)
+			if code != ExitRefused || out != "" {
+				t.Errorf("snapshot answered %d: exit %d, stdout %q, stderr %q", status, code, out, errOut)
+			}
+			seen.mu.Lock()
+			defer seen.mu.Unlock()
+			if len(seen.requests) != 0 {
+				t.Errorf("the redirect was followed: %q", seen.requests)
+			}
+		})
+	}
+}
+
+// Only 200 is the node's success; any other answer fails.
+func TestAnAnswerOtherThanTheDocumentedOneFails(t *testing.T) {
+	s, srv := newStub(t, false)
+	for _, status := range []int{201, 202, 204, 206} {
+		s.status, s.answer = status, `{"generation": 7}`
+		code, out, errOut := runMain(t, env(map[string]string{"LATENT_TOKEN": "t"}), "undeploy", "-node", srv.URL, "acme/hello")
+		if code != ExitRefused || out != "" || !strings.Contains(errOut, "not the documented 200") {
+			t.Errorf("answer %d: exit %d, stdout %q, stderr %q", status, code, out, errOut)
+		}
+	}
+}
+
+// Plain HTTP is refused to a node that is not on loopback, as latentd
+// refuses to listen so, unless -insecure-plaintext says otherwise.
+func TestPlainHTTPOnlyToLoopback(t *testing.T) {
+	getenv := env(map[string]string{"LATENT_TOKEN": "t"})
+	for _, node := range []string{"http://192.0.2.1:8080", "http://node1.example:8080", "http://[2001:db8::1]:8080", "http://0.0.0.0:8080"} {
+		code, _, errOut := runMain(t, getenv, "snapshot", "-node", node)
+		if code != ExitMisuse || !strings.Contains(errOut, "-insecure-plaintext") {
+			t.Errorf("%s: exit %d, stderr %q", node, code, errOut)
+		}
+	}
+	// With the flag the request is sent (to a port nothing serves).
+	code, _, errOut := runMain(t, getenv, "snapshot", "-insecure-plaintext", "-node", "http://192.0.2.1:1", "-timeout", "1ms")
+	if code != ExitInput {
+		t.Errorf("with -insecure-plaintext: exit %d, stderr %q", code, errOut)
+	}
+	for _, node := range []string{"http://localhost:1", "http://127.0.0.2:1", "http://[::1]:1"} {
+		code, _, errOut := runMain(t, getenv, "snapshot", "-node", node)
+		if code != ExitInput {
+			t.Errorf("%s (loopback): exit %d, stderr %q", node, code, errOut)
+		}
+	}
+}
+
+// A 200 whose body is not the documented one fails: a push answer that
+// names no digest, or another, and a deploy answer without a generation.
+func TestA200WithoutTheDocumentedBodyFails(t *testing.T) {
+	s, srv := newStub(t, false)
+	dir := t.TempDir()
+	artifact := filepath.Join(dir, "guest.wasm")
+	if err := os.WriteFile(artifact, []byte("\x00asm\x01\x00\x00\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	getenv := env(map[string]string{"LATENT_TOKEN": "t"})
+	for _, answer := range []string{`<html>ok</html>`, `{"digest": "sha256:` + strings.Repeat("0", 64) + `"}`, `{}`} {
+		s.status, s.answer = 200, answer
+		code, out, errOut := runMain(t, getenv, "push", "-node", srv.URL, artifact)
+		if code != ExitRefused || out != "" || !strings.Contains(errOut, "does not name") {
+			t.Errorf("push answered %s: exit %d, stdout %q, stderr %q", answer, code, out, errOut)
+		}
+		code, out, errOut = runMain(t, getenv, "undeploy", "-node", srv.URL, "acme/hello")
+		if code == ExitOK || out != "" || !strings.Contains(errOut, "names no generation") {
+			t.Errorf("undeploy answered %s: exit %d, stdout %q, stderr %q", answer, code, out, errOut)
+		}
 	}
 }
