@@ -2,11 +2,11 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"strings"
 	"text/tabwriter"
 
 	"latent.dev/admission/catalog"
@@ -28,45 +28,27 @@ type shadowArgs struct {
 	files                   []string
 }
 
-// parseShadowArgs accepts -flag VALUE, --flag VALUE and -flag=VALUE in
-// any order among the trace files.
-func parseShadowArgs(args []string) (shadowArgs, error) {
+// parseShadowArgs parses the flags, given before, between or after the
+// trace files; each at most once.
+func parseShadowArgs(flags *flag.FlagSet, args []string) (shadowArgs, error) {
 	var a shadowArgs
-	seen := map[string]bool{}
-	for i := 0; i < len(args); i++ {
-		arg := args[i]
-		if len(arg) < 2 || arg[0] != '-' {
-			a.files = append(a.files, arg)
-			continue
-		}
-		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(arg, "-"), "-"), "=")
-		var dst *string
-		switch name {
-		case "policy":
-			dst = &a.policy
-		case "catalog":
-			dst = &a.catalog
-		case "report":
-			dst = &a.report
-		default:
-			return a, fmt.Errorf("unknown flag %s", strictjson.Printable(arg))
-		}
-		if seen[name] {
-			return a, fmt.Errorf("-%s given twice", name)
-		}
-		seen[name] = true
-		if !hasValue {
-			if i+1 >= len(args) {
-				return a, fmt.Errorf("-%s needs a value", name)
-			}
-			i++
-			value = args[i]
-		}
-		if value == "" {
-			return a, fmt.Errorf("-%s needs a value", name)
-		}
-		*dst = value
+	var policyFlag, catalogFlag, reportFlag onceString
+	flags.Var(&policyFlag, "policy", "the candidate node policy `FILE`")
+	flags.Var(&catalogFlag, "catalog", "replay every decision in this catalog `FILE` instead of the trace's")
+	flags.Var(&reportFlag, "report", "also write the HTML report to `FILE.html`")
+	files, err := parseArgs(flags, args)
+	if err != nil {
+		return a, err
 	}
+	for _, f := range []struct {
+		name string
+		flag *onceString
+	}{{"policy", &policyFlag}, {"catalog", &catalogFlag}, {"report", &reportFlag}} {
+		if err := f.flag.check(f.name); err != nil {
+			return a, err
+		}
+	}
+	a = shadowArgs{policy: policyFlag.value, catalog: catalogFlag.value, report: reportFlag.value, files: files}
 	switch {
 	case a.policy == "":
 		return a, errors.New("no -policy")
@@ -80,10 +62,10 @@ func parseShadowArgs(args []string) (shadowArgs, error) {
 // would change: the refusals per tenant and reason, the first changed
 // decisions and a summary line; -report writes the HTML page too.
 func runShadow(args []string, stdout, stderr io.Writer) int {
-	a, err := parseShadowArgs(args)
+	flags := newFlagSet("shadow")
+	a, err := parseShadowArgs(flags, args)
 	if err != nil {
-		fmt.Fprintf(stderr, "admissionctl shadow: %v\n%s\n", err, shadowUsage)
-		return exitMisuse
+		return flagMisuse(stderr, flags, err, shadowUsage)
 	}
 	data, err := readInput(a.policy)
 	if err != nil {
