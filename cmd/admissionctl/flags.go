@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"latent.dev/admission/internal/strictjson"
+	"latent.dev/admission/internal/printable"
 )
 
 // newFlagSet is a subcommand's flag set. It prints nothing itself:
@@ -92,7 +92,7 @@ func (s *onceString) check(name string) error {
 // usage and the flags' defaults, and returns exitMisuse.
 func flagMisuse(stderr io.Writer, fs *flag.FlagSet, err error, usage string) int {
 	if !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(stderr, "admissionctl %s: %s\n", fs.Name(), strictjson.Printable(err.Error()))
+		fmt.Fprintf(stderr, "admissionctl %s: %s\n", fs.Name(), printable.String(err.Error()))
 	}
 	fmt.Fprintln(stderr, usage)
 	fs.SetOutput(stderr)

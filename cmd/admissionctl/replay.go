@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"latent.dev/admission/internal/printable"
 	"latent.dev/admission/internal/scenario"
 	"latent.dev/admission/internal/strictjson"
 )
@@ -49,7 +50,7 @@ func replayFile(file string, check, quiet bool, stdout, stderr io.Writer) int {
 		printUnreadable(stderr, file, err)
 		return exitUnreadable
 	}
-	name := strictjson.Printable(file)
+	name := printable.String(file)
 	s, err := scenario.Decode(data)
 	if err != nil {
 		for _, p := range strictjson.AsProblems(err) {
@@ -59,7 +60,7 @@ func replayFile(file string, check, quiet bool, stdout, stderr io.Writer) int {
 	}
 	results, err := s.Run()
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %s\n", name, strictjson.Printable(err.Error()))
+		fmt.Fprintf(stderr, "%s: %s\n", name, printable.String(err.Error()))
 		return exitProblems
 	}
 	mismatches := 0
@@ -72,7 +73,7 @@ func replayFile(file string, check, quiet bool, stdout, stderr io.Writer) int {
 		}
 		for _, m := range res.Mismatches {
 			mismatches++
-			fmt.Fprintf(stderr, "%s: step %d (%s): %s\n", name, res.Index, strictjson.Printable(res.Op), strictjson.Printable(m.String()))
+			fmt.Fprintf(stderr, "%s: step %d (%s): %s\n", name, res.Index, printable.String(res.Op), printable.String(m.String()))
 		}
 	}
 	if check {

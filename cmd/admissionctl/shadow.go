@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 
 	"latent.dev/admission/catalog"
+	"latent.dev/admission/internal/printable"
 	"latent.dev/admission/internal/shadow"
-	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/internal/trace"
 	"latent.dev/admission/policy"
 )
@@ -74,7 +74,7 @@ func runShadow(args []string, stdout, stderr io.Writer) int {
 	}
 	cand, err := policy.DecodePolicy(data)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: the candidate policy is not valid:\n", strictjson.Printable(a.policy))
+		fmt.Fprintf(stderr, "%s: the candidate policy is not valid:\n", printable.String(a.policy))
 		printProblems(stderr, err)
 		return exitProblems
 	}
@@ -87,7 +87,7 @@ func runShadow(args []string, stdout, stderr io.Writer) int {
 		}
 		f, err := catalog.ValidateFile(data, cand)
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: the catalog is not valid:\n", strictjson.Printable(a.catalog))
+			fmt.Fprintf(stderr, "%s: the catalog is not valid:\n", printable.String(a.catalog))
 			printProblems(stderr, err)
 			return exitProblems
 		}
@@ -98,7 +98,7 @@ func runShadow(args []string, stdout, stderr io.Writer) int {
 	var report *reportFile
 	if a.report != "" {
 		if report, err = openReport(a.report); err != nil {
-			fmt.Fprintf(stderr, "admissionctl shadow: the report: %s\n", strictjson.Printable(err.Error()))
+			fmt.Fprintf(stderr, "admissionctl shadow: the report: %s\n", printable.String(err.Error()))
 			return exitUnreadable
 		}
 		defer report.abandon()
@@ -109,19 +109,19 @@ func runShadow(args []string, stdout, stderr io.Writer) int {
 		var pe *fs.PathError
 		switch {
 		case errors.As(err, &le):
-			fmt.Fprintf(stderr, "%s:%d: %s\n", strictjson.Printable(le.File), le.Line, strictjson.Printable(le.Err.Error()))
+			fmt.Fprintf(stderr, "%s:%d: %s\n", printable.String(le.File), le.Line, printable.String(le.Err.Error()))
 			return exitProblems
 		case errors.As(err, &pe):
 			printUnreadable(stderr, pe.Path, err)
 			return exitUnreadable
 		}
-		fmt.Fprintf(stderr, "admissionctl shadow: %s\n", strictjson.Printable(err.Error()))
+		fmt.Fprintf(stderr, "admissionctl shadow: %s\n", printable.String(err.Error()))
 		return exitProblems
 	}
 	printShadow(stdout, res)
 	if report != nil {
 		if err := report.write(res); err != nil {
-			fmt.Fprintf(stderr, "admissionctl shadow: the report: %s\n", strictjson.Printable(err.Error()))
+			fmt.Fprintf(stderr, "admissionctl shadow: the report: %s\n", printable.String(err.Error()))
 			return exitUnreadable
 		}
 	}
@@ -175,18 +175,18 @@ func printShadow(w io.Writer, res *shadow.Result) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "tenant\treason\trecorded\tcandidate")
 	for _, r := range res.Refusals {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", strictjson.Printable(r.Tenant), strictjson.Printable(r.Reason), r.Recorded, r.Candidate)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", printable.String(r.Tenant), printable.String(r.Reason), r.Recorded, r.Candidate)
 	}
 	tw.Flush()
 	if len(res.Changes) > 0 {
 		fmt.Fprintf(w, "\nchanged decisions (the first %d of %d):\n", len(res.Changes), res.Changed)
 		for _, c := range res.Changes {
 			fmt.Fprintf(w, "%s order %d %s/%s/%s activation %s: recorded %s, candidate %s\n",
-				c.Time.UTC().Format(shadow.TimeFormat), c.Order, strictjson.Printable(c.Tenant), strictjson.Printable(c.Service),
-				strictjson.Printable(c.Route), strictjson.Printable(c.ActivationID),
-				strictjson.Printable(c.Recorded.String()), strictjson.Printable(c.Candidate.String()))
+				c.Time.UTC().Format(shadow.TimeFormat), c.Order, printable.String(c.Tenant), printable.String(c.Service),
+				printable.String(c.Route), printable.String(c.ActivationID),
+				printable.String(c.Recorded.String()), printable.String(c.Candidate.String()))
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, strictjson.Printable(res.Summary()))
+	fmt.Fprintln(w, printable.String(res.Summary()))
 }

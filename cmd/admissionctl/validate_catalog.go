@@ -5,7 +5,7 @@ import (
 	"io"
 
 	"latent.dev/admission/catalog"
-	"latent.dev/admission/internal/strictjson"
+	"latent.dev/admission/internal/printable"
 	"latent.dev/admission/policy"
 )
 
@@ -43,7 +43,7 @@ func validateCatalog(args []string, stdout, stderr io.Writer) int {
 			return exitUnreadable
 		}
 		if node, err = policy.DecodePolicy(data); err != nil {
-			fmt.Fprintf(stdout, "%s: the node policy is not valid:\n", strictjson.Printable(policyFile))
+			fmt.Fprintf(stdout, "%s: the node policy is not valid:\n", printable.String(policyFile))
 			printProblems(stdout, err)
 			return exitProblems
 		}
