@@ -194,7 +194,7 @@ node:
 
 # An in-process latentd soaked over loopback: a bounded request loop
 # (SOAK_FLAGS: -requests, -duration, -concurrency), HTTP status counts,
-# latency percentiles and the node's invariants (latentd.Soak, which
+# latency percentiles and the node's invariants (edge/soak, which
 # make stress STRESS_FLAGS=-http runs too).
 soak-http:
 	$(GO) run ./cmd/latentd soak $(SOAK_FLAGS)
