@@ -12,7 +12,7 @@ GREMLINS    ?= $(GO) run github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 FUZZ_TARGETS = ./policy:FuzzDecodePolicy ./policy:FuzzValidIdentifier \
 	./catalog:FuzzOpenStore ./catalog:FuzzDecodeCatalog \
 	./internal/scenario:FuzzDecodeScenario ./core:FuzzAdmit \
-	./internal/trace:FuzzFastDecoderMatchesEncodingJSON
+	./internal/trace:FuzzRecordedDecoderMatchesEncodingJSON
 
 # The modules: the library (.), the node edge (edge/, its own module so
 # that the library's embedders never get its dependencies; go.work ties
@@ -194,7 +194,7 @@ node:
 
 # An in-process latentd soaked over loopback: a bounded request loop
 # (SOAK_FLAGS: -requests, -duration, -concurrency), HTTP status counts,
-# latency percentiles and the node's invariants (latentd.Soak, which
+# latency percentiles and the node's invariants (edge/soak, which
 # make stress STRESS_FLAGS=-http runs too).
 soak-http:
 	$(GO) run ./cmd/latentd soak $(SOAK_FLAGS)

@@ -7,6 +7,7 @@
 //	edge/metrics      the Prometheus collector over a node's admission state
 //	edge/guest        the WebAssembly backend: WASI command modules on wazero
 //	edge/latentd      the node's HTTP API, admin endpoints and status page
+//	edge/soak         an in-process latentd soaked over loopback HTTP
 //	edge/browsertest  headless-browser checks of the HTML pages
 //
 // The load sampler needs only the standard library and lives in the main

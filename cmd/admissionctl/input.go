@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 
+	"latent.dev/admission/internal/printable"
 	"latent.dev/admission/internal/strictjson"
 )
 
@@ -46,7 +47,7 @@ func printUnreadable(w io.Writer, name string, err error) {
 	if name == "-" {
 		name = "standard input"
 	}
-	fmt.Fprintf(w, "%s: %s\n", strictjson.Printable(name), strictjson.Printable(err.Error()))
+	fmt.Fprintf(w, "%s: %s\n", printable.String(name), printable.String(err.Error()))
 }
 
 // printProblems prints one line per problem in err, each escaped so that

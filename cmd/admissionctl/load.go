@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -25,18 +24,17 @@ const loadUsage = "usage: admissionctl load [-proc DIR] [-cgroup DIR]"
 // through PROC/self/cgroup when omitted. A source that is present but
 // unreadable or malformed is an error naming the file (exit 1).
 func runLoad(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("load", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, loadUsage); fs.PrintDefaults() }
+	fs := newFlagSet("load")
 	var files loadsampler.Files
 	fs.StringVar(&files.Proc, "proc", "", "directory that replaces /proc (holding pressure/, loadavg, meminfo, self/cgroup)")
 	fs.StringVar(&files.Cgroup, "cgroup", "", "the cgroup's own directory (default: found through PROC/self/cgroup)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	rest, err := parseArgs(fs, args)
+	if err != nil {
+		return flagMisuse(stderr, fs, err, loadUsage)
 	}
-	if fs.NArg() != 0 {
+	if len(rest) != 0 {
 		fmt.Fprintln(stderr, loadUsage)
-		return 2
+		return exitMisuse
 	}
 	r, err := loadsampler.ReadOnce(files)
 	if err != nil {

@@ -10,6 +10,8 @@
 //	admissionctl load [-proc DIR] [-cgroup DIR]
 //	admissionctl node push|deploy|undeploy|usage|snapshot [flags] ARGS (a running latentd)
 //
+// Flags may come before, between or after the files (`replay FILE
+// --check`); -flag and --flag are the same flag, and "--" ends the flags.
 // A FILE of "-" is standard input. An input longer than 8 MiB
 // (strictjson.MaxDocumentBytes) is refused without being read further;
 // docs/input-limits.md lists every limit.

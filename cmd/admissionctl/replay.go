@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"latent.dev/admission/internal/printable"
 	"latent.dev/admission/internal/scenario"
 	"latent.dev/admission/internal/strictjson"
 )
@@ -12,29 +13,25 @@ func init() {
 	commands["replay"] = runReplay
 }
 
+const replayUsage = "usage: admissionctl replay [--check] [-q] FILE..."
+
 // runReplay runs scenario files ("-" is standard input) and prints one
 // JSON line per step. With --check it compares every step with its expect
 // and exits 1 on any mismatch; -q leaves out the JSON lines. An input that
-// cannot be read exits 3, whatever happened to the others.
+// cannot be read exits 3, whatever happened to the others. Flags may
+// follow the files.
 func runReplay(args []string, stdout, stderr io.Writer) int {
-	check, quiet := false, false
-	var files []string
-	for _, a := range args {
-		switch a {
-		case "--check", "-check":
-			check = true
-		case "-q", "--quiet":
-			quiet = true
-		default:
-			if len(a) > 1 && a[0] == '-' {
-				fmt.Fprintf(stderr, "admissionctl replay: unknown flag %s\n", strictjson.Printable(a))
-				return exitMisuse
-			}
-			files = append(files, a)
-		}
+	fs := newFlagSet("replay")
+	var check, quiet bool
+	fs.BoolVar(&check, "check", false, "compare every step with its expect and exit 1 on a mismatch")
+	fs.BoolVar(&quiet, "q", false, "leave out the JSON lines")
+	fs.BoolVar(&quiet, "quiet", false, "the same as -q")
+	files, err := parseArgs(fs, args)
+	if err != nil {
+		return flagMisuse(stderr, fs, err, replayUsage)
 	}
 	if len(files) == 0 {
-		fmt.Fprintln(stderr, "usage: admissionctl replay [--check] [-q] FILE...")
+		fmt.Fprintln(stderr, replayUsage)
 		return exitMisuse
 	}
 	status := exitOK
@@ -53,7 +50,7 @@ func replayFile(file string, check, quiet bool, stdout, stderr io.Writer) int {
 		printUnreadable(stderr, file, err)
 		return exitUnreadable
 	}
-	name := strictjson.Printable(file)
+	name := printable.String(file)
 	s, err := scenario.Decode(data)
 	if err != nil {
 		for _, p := range strictjson.AsProblems(err) {
@@ -63,7 +60,7 @@ func replayFile(file string, check, quiet bool, stdout, stderr io.Writer) int {
 	}
 	results, err := s.Run()
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %s\n", name, strictjson.Printable(err.Error()))
+		fmt.Fprintf(stderr, "%s: %s\n", name, printable.String(err.Error()))
 		return exitProblems
 	}
 	mismatches := 0
@@ -76,7 +73,7 @@ func replayFile(file string, check, quiet bool, stdout, stderr io.Writer) int {
 		}
 		for _, m := range res.Mismatches {
 			mismatches++
-			fmt.Fprintf(stderr, "%s: step %d (%s): %s\n", name, res.Index, strictjson.Printable(res.Op), strictjson.Printable(m.String()))
+			fmt.Fprintf(stderr, "%s: step %d (%s): %s\n", name, res.Index, printable.String(res.Op), printable.String(m.String()))
 		}
 	}
 	if check {

@@ -2,16 +2,16 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"strings"
 	"text/tabwriter"
 
 	"latent.dev/admission/catalog"
+	"latent.dev/admission/internal/printable"
 	"latent.dev/admission/internal/shadow"
-	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/internal/trace"
 	"latent.dev/admission/policy"
 )
@@ -28,45 +28,27 @@ type shadowArgs struct {
 	files                   []string
 }
 
-// parseShadowArgs accepts -flag VALUE, --flag VALUE and -flag=VALUE in
-// any order among the trace files.
-func parseShadowArgs(args []string) (shadowArgs, error) {
+// parseShadowArgs parses the flags, given before, between or after the
+// trace files; each at most once.
+func parseShadowArgs(flags *flag.FlagSet, args []string) (shadowArgs, error) {
 	var a shadowArgs
-	seen := map[string]bool{}
-	for i := 0; i < len(args); i++ {
-		arg := args[i]
-		if len(arg) < 2 || arg[0] != '-' {
-			a.files = append(a.files, arg)
-			continue
-		}
-		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(arg, "-"), "-"), "=")
-		var dst *string
-		switch name {
-		case "policy":
-			dst = &a.policy
-		case "catalog":
-			dst = &a.catalog
-		case "report":
-			dst = &a.report
-		default:
-			return a, fmt.Errorf("unknown flag %s", strictjson.Printable(arg))
-		}
-		if seen[name] {
-			return a, fmt.Errorf("-%s given twice", name)
-		}
-		seen[name] = true
-		if !hasValue {
-			if i+1 >= len(args) {
-				return a, fmt.Errorf("-%s needs a value", name)
-			}
-			i++
-			value = args[i]
-		}
-		if value == "" {
-			return a, fmt.Errorf("-%s needs a value", name)
-		}
-		*dst = value
+	var policyFlag, catalogFlag, reportFlag onceString
+	flags.Var(&policyFlag, "policy", "the candidate node policy `FILE`")
+	flags.Var(&catalogFlag, "catalog", "replay every decision in this catalog `FILE` instead of the trace's")
+	flags.Var(&reportFlag, "report", "also write the HTML report to `FILE.html`")
+	files, err := parseArgs(flags, args)
+	if err != nil {
+		return a, err
 	}
+	for _, f := range []struct {
+		name string
+		flag *onceString
+	}{{"policy", &policyFlag}, {"catalog", &catalogFlag}, {"report", &reportFlag}} {
+		if err := f.flag.check(f.name); err != nil {
+			return a, err
+		}
+	}
+	a = shadowArgs{policy: policyFlag.value, catalog: catalogFlag.value, report: reportFlag.value, files: files}
 	switch {
 	case a.policy == "":
 		return a, errors.New("no -policy")
@@ -80,10 +62,10 @@ func parseShadowArgs(args []string) (shadowArgs, error) {
 // would change: the refusals per tenant and reason, the first changed
 // decisions and a summary line; -report writes the HTML page too.
 func runShadow(args []string, stdout, stderr io.Writer) int {
-	a, err := parseShadowArgs(args)
+	flags := newFlagSet("shadow")
+	a, err := parseShadowArgs(flags, args)
 	if err != nil {
-		fmt.Fprintf(stderr, "admissionctl shadow: %v\n%s\n", err, shadowUsage)
-		return exitMisuse
+		return flagMisuse(stderr, flags, err, shadowUsage)
 	}
 	data, err := readInput(a.policy)
 	if err != nil {
@@ -92,7 +74,7 @@ func runShadow(args []string, stdout, stderr io.Writer) int {
 	}
 	cand, err := policy.DecodePolicy(data)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: the candidate policy is not valid:\n", strictjson.Printable(a.policy))
+		fmt.Fprintf(stderr, "%s: the candidate policy is not valid:\n", printable.String(a.policy))
 		printProblems(stderr, err)
 		return exitProblems
 	}
@@ -105,7 +87,7 @@ func runShadow(args []string, stdout, stderr io.Writer) int {
 		}
 		f, err := catalog.ValidateFile(data, cand)
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: the catalog is not valid:\n", strictjson.Printable(a.catalog))
+			fmt.Fprintf(stderr, "%s: the catalog is not valid:\n", printable.String(a.catalog))
 			printProblems(stderr, err)
 			return exitProblems
 		}
@@ -116,7 +98,7 @@ func runShadow(args []string, stdout, stderr io.Writer) int {
 	var report *reportFile
 	if a.report != "" {
 		if report, err = openReport(a.report); err != nil {
-			fmt.Fprintf(stderr, "admissionctl shadow: the report: %s\n", strictjson.Printable(err.Error()))
+			fmt.Fprintf(stderr, "admissionctl shadow: the report: %s\n", printable.String(err.Error()))
 			return exitUnreadable
 		}
 		defer report.abandon()
@@ -127,19 +109,19 @@ func runShadow(args []string, stdout, stderr io.Writer) int {
 		var pe *fs.PathError
 		switch {
 		case errors.As(err, &le):
-			fmt.Fprintf(stderr, "%s:%d: %s\n", strictjson.Printable(le.File), le.Line, strictjson.Printable(le.Err.Error()))
+			fmt.Fprintf(stderr, "%s:%d: %s\n", printable.String(le.File), le.Line, printable.String(le.Err.Error()))
 			return exitProblems
 		case errors.As(err, &pe):
 			printUnreadable(stderr, pe.Path, err)
 			return exitUnreadable
 		}
-		fmt.Fprintf(stderr, "admissionctl shadow: %s\n", strictjson.Printable(err.Error()))
+		fmt.Fprintf(stderr, "admissionctl shadow: %s\n", printable.String(err.Error()))
 		return exitProblems
 	}
 	printShadow(stdout, res)
 	if report != nil {
 		if err := report.write(res); err != nil {
-			fmt.Fprintf(stderr, "admissionctl shadow: the report: %s\n", strictjson.Printable(err.Error()))
+			fmt.Fprintf(stderr, "admissionctl shadow: the report: %s\n", printable.String(err.Error()))
 			return exitUnreadable
 		}
 	}
@@ -193,18 +175,18 @@ func printShadow(w io.Writer, res *shadow.Result) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "tenant\treason\trecorded\tcandidate")
 	for _, r := range res.Refusals {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", strictjson.Printable(r.Tenant), strictjson.Printable(r.Reason), r.Recorded, r.Candidate)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", printable.String(r.Tenant), printable.String(r.Reason), r.Recorded, r.Candidate)
 	}
 	tw.Flush()
 	if len(res.Changes) > 0 {
 		fmt.Fprintf(w, "\nchanged decisions (the first %d of %d):\n", len(res.Changes), res.Changed)
 		for _, c := range res.Changes {
 			fmt.Fprintf(w, "%s order %d %s/%s/%s activation %s: recorded %s, candidate %s\n",
-				c.Time.UTC().Format(shadow.TimeFormat), c.Order, strictjson.Printable(c.Tenant), strictjson.Printable(c.Service),
-				strictjson.Printable(c.Route), strictjson.Printable(c.ActivationID),
-				strictjson.Printable(c.Recorded.String()), strictjson.Printable(c.Candidate.String()))
+				c.Time.UTC().Format(shadow.TimeFormat), c.Order, printable.String(c.Tenant), printable.String(c.Service),
+				printable.String(c.Route), printable.String(c.ActivationID),
+				printable.String(c.Recorded.String()), printable.String(c.Candidate.String()))
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, strictjson.Printable(res.Summary()))
+	fmt.Fprintln(w, printable.String(res.Summary()))
 }

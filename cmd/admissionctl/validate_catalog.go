@@ -3,10 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"latent.dev/admission/catalog"
-	"latent.dev/admission/internal/strictjson"
+	"latent.dev/admission/internal/printable"
 	"latent.dev/admission/policy"
 )
 
@@ -18,13 +17,24 @@ const validateCatalogUsage = "usage: admissionctl validate catalog FILE [--polic
 
 // validateCatalog prints ok, or one `path: message` line per problem. With
 // --policy it also checks the catalog against that node policy; problems
-// in the policy file itself are printed prefixed with its name.
+// in the policy file itself are printed prefixed with its name. The flag
+// may come before or after FILE.
 func validateCatalog(args []string, stdout, stderr io.Writer) int {
-	file, policyFile, ok := catalogArgs(args)
-	if !ok {
+	fs := newFlagSet("validate catalog")
+	var policyFlag onceString
+	fs.Var(&policyFlag, "policy", "check the catalog against this node policy `FILE`")
+	args, err := parseArgs(fs, args)
+	if err == nil {
+		err = policyFlag.check("policy")
+	}
+	if err != nil {
+		return flagMisuse(stderr, fs, err, validateCatalogUsage)
+	}
+	if len(args) != 1 {
 		fmt.Fprintln(stderr, validateCatalogUsage)
 		return exitMisuse
 	}
+	file, policyFile := args[0], policyFlag.value
 	var node *policy.NodeAdmissionPolicy
 	if policyFile != "" {
 		data, err := readInput(policyFile)
@@ -33,7 +43,7 @@ func validateCatalog(args []string, stdout, stderr io.Writer) int {
 			return exitUnreadable
 		}
 		if node, err = policy.DecodePolicy(data); err != nil {
-			fmt.Fprintf(stdout, "%s: the node policy is not valid:\n", strictjson.Printable(policyFile))
+			fmt.Fprintf(stdout, "%s: the node policy is not valid:\n", printable.String(policyFile))
 			printProblems(stdout, err)
 			return exitProblems
 		}
@@ -49,34 +59,4 @@ func validateCatalog(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "ok")
 	return exitOK
-}
-
-// catalogArgs accepts FILE and --policy FILE (or --policy=FILE) in either
-// order.
-func catalogArgs(args []string) (file, policyFile string, ok bool) {
-	sawPolicy := false
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--policy" || a == "-policy":
-			if i+1 >= len(args) || sawPolicy {
-				return "", "", false
-			}
-			i++
-			sawPolicy, policyFile = true, args[i]
-		case strings.HasPrefix(a, "--policy=") || strings.HasPrefix(a, "-policy="):
-			if sawPolicy {
-				return "", "", false
-			}
-			sawPolicy, policyFile = true, a[strings.IndexByte(a, '=')+1:]
-		case strings.HasPrefix(a, "-") && a != "-":
-			return "", "", false
-		default:
-			if file != "" {
-				return "", "", false
-			}
-			file = a
-		}
-	}
-	return file, policyFile, file != "" && (!sawPolicy || policyFile != "")
 }

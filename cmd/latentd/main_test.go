@@ -19,7 +19,6 @@ import (
 	"go.uber.org/goleak"
 
 	"latent.dev/admission/catalog"
-	"latent.dev/admission/edge/latentd"
 	"latent.dev/admission/edge/latentd/demo"
 )
 
@@ -223,23 +222,4 @@ func TestAnEmptyStoreStartsAnEmptyCatalogAndASecondNodeIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.listener.Close()
-}
-
-func TestSoak(t *testing.T) {
-	r, err := latentd.Soak(context.Background(), latentd.SoakOptions{Requests: 300, Duration: 2 * time.Minute, Concurrency: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + r.String())
-	if len(r.Violations) > 0 {
-		t.Fatal(r.Violations)
-	}
-	for _, status := range []int{200, 401, 403, 404, 413} {
-		if r.Statuses[status] == 0 {
-			t.Errorf("no %d answers in the mix: %v", status, r.Statuses)
-		}
-	}
-	if r.Sent != 300 {
-		t.Errorf("sent %d, want 300", r.Sent)
-	}
 }

@@ -8,16 +8,16 @@ import (
 	"io"
 	"time"
 
-	"latent.dev/admission/edge/latentd"
+	"latent.dev/admission/edge/soak"
 )
 
-// soakMain runs `latentd soak`: latentd.Soak, an in-process
+// soakMain runs `latentd soak`: soak.Run (edge/soak), an in-process
 // demonstration node on a loopback port and a bounded request loop
 // against it (valid invocations, distinct rejected targets, oversized
 // payloads), then the node's invariants: every reservation back, nothing
 // queued or running. `cmd/stress -http` runs the same soak.
 func soakMain(args []string, stdout, stderr io.Writer) int {
-	var so latentd.SoakOptions
+	var so soak.Options
 	fs := flag.NewFlagSet("latentd soak", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&so.Requests, "requests", 2000, "stop after this many requests")
@@ -33,7 +33,7 @@ func soakMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "latentd soak: -requests, -duration and -concurrency must be positive")
 		return 2
 	}
-	report, err := latentd.Soak(context.Background(), so)
+	report, err := soak.Run(context.Background(), so)
 	if err != nil {
 		fmt.Fprintln(stderr, "latentd soak:", err)
 		return 1

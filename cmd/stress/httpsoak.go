@@ -7,18 +7,18 @@ import (
 	"runtime"
 	"time"
 
-	"latent.dev/admission/edge/latentd"
+	edgesoak "latent.dev/admission/edge/soak"
 )
 
 // httpWarmUp is the soak -http runs before it takes the baseline, so
 // that the runtime has the threads, descriptors (the network poller's)
 // and heap the node uses.
-var httpWarmUp = latentd.SoakOptions{Requests: 200, Duration: 2 * time.Second}
+var httpWarmUp = edgesoak.Options{Requests: 200, Duration: 2 * time.Second}
 
-// httpReport is what -http saw: latentd.Soak's report and the checks
+// httpReport is what -http saw: the report of edge/soak's Run and the checks
 // this command adds around it.
 type httpReport struct {
-	soak          *latentd.SoakReport
+	soak          *edgesoak.Report
 	ledger        []string
 	leaked        int64
 	before, after resources
@@ -31,7 +31,7 @@ func (r *httpReport) checks() []check {
 			fmt.Sprintf("sent %d, answered %d, transport errors %d", s.Sent, s.Answered(), s.Errors)},
 		{"ledger back to zero", len(r.ledger) == 0, fmt.Sprint(r.ledger)},
 		{"no permit leaked (none is abandoned over HTTP)", r.leaked == 0, fmt.Sprintf("leaked %d", r.leaked)},
-		{"the node's invariants (latentd.Soak)", len(s.Violations) == 0, fmt.Sprint(s.Violations)},
+		{"the node's invariants (edge/soak)", len(s.Violations) == 0, fmt.Sprint(s.Violations)},
 	}
 	return append(cs, resourceChecks(r.before, r.after)...)
 }
@@ -52,19 +52,19 @@ func (r *httpReport) print(w io.Writer) {
 	printChecks(w, r.checks())
 }
 
-// soakHTTP runs latentd.Soak, the code `latentd soak` runs, bounded by
+// soakHTTP runs edge/soak's Run, the code `latentd soak` runs, bounded by
 // cfg.requests and cfg.duration with cfg.workers clients, and checks
 // this process's resources around it.
 func soakHTTP(ctx context.Context, cfg config) (*httpReport, error) {
 	warm := httpWarmUp
 	warm.Concurrency = cfg.workers
-	if _, err := latentd.Soak(ctx, warm); err != nil {
+	if _, err := edgesoak.Run(ctx, warm); err != nil {
 		return nil, err
 	}
 	runtime.GC()
 	r := &httpReport{before: sampleResources()}
 	var err error
-	r.soak, err = latentd.Soak(ctx, latentd.SoakOptions{Requests: cfg.requests, Duration: cfg.duration, Concurrency: cfg.workers})
+	r.soak, err = edgesoak.Run(ctx, edgesoak.Options{Requests: cfg.requests, Duration: cfg.duration, Concurrency: cfg.workers})
 	if err != nil {
 		return nil, err
 	}

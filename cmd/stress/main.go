@@ -27,7 +27,7 @@
 // and the resource counts and invariants with a pass or fail mark each.
 // The text report is printed as before.
 //
-// With -http the soak goes over HTTP instead: latentd.Soak (the code
+// With -http the soak goes over HTTP instead: edge/soak's Run (the code
 // `latentd soak` runs) serves the demonstration node in this process on a
 // loopback port, and -workers clients send valid invocations and distinct
 // rejected targets until -requests were sent or -duration passed. The

@@ -72,14 +72,6 @@
 // (which releases every permit), stops the sampler, closes the guest
 // runtime and the catalog, and reports any reservation still live.
 //
-// # Soak
-//
-// Soak serves the embedded demonstration (edge/latentd/demo) on a
-// loopback port and runs a request loop bounded by count and by time
-// against it, then reports the status counts, latency percentiles and
-// the node's invariants after shutdown. `latentd soak` and
-// `cmd/stress -http` both run it.
-//
 // # Caveats
 //
 // Admission's rejection counters do not count what the edge refuses

@@ -1,21 +1,3 @@
-// Package shadow replays a decision trace (internal/trace, what `latentd
-// -record` writes) through admission under a candidate policy and says
-// what would have changed (docs/record-and-shadow.md).
-//
-// The replay runs the core itself: one [core.LocalQuotaProvider] for the
-// candidate policy, one controller per catalog generation the trace
-// names, on a virtual clock that answers each decision with the readings
-// it recorded, and a load source that answers with the samples it
-// recorded. Every start and release the trace holds moves the replay's
-// ledger as it moved the node's, so under the recording's own policy a
-// complete trace replays to the same answers, decision for decision.
-//
-// Under another policy a decision the node refused may be admitted. The
-// trace cannot say how long it would have run, so the replay estimates
-// it: the median recorded duration (admission to release) of its route,
-// or, when its route has none, the wall time the candidate granted. Such
-// a hold starts at once and is released when the virtual time passes its
-// admission plus that duration. [Result.Estimated] counts them.
 package shadow
 
 import (
@@ -24,11 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
-	"slices"
-	"sort"
 	"time"
-	"unicode/utf8"
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
@@ -80,28 +58,6 @@ const (
 // maxOpenHolds is MaxOpenHolds; a test lowers it.
 var maxOpenHolds = MaxOpenHolds
 
-// knownAnswers are the answers a replay counts by name.
-var knownAnswers = func() map[string]bool {
-	m := map[string]bool{trace.AnswerAdmitted: true, trace.AnswerUnauthenticated: true}
-	for _, r := range core.Reasons() {
-		m[string(r)] = true
-	}
-	return m
-}()
-
-// shorten cuts s to at most MaxNameBytes (on a rune boundary) and marks
-// the cut.
-func shorten(s string) string {
-	if len(s) <= MaxNameBytes {
-		return s
-	}
-	n := MaxNameBytes
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
 // Config is one replay.
 type Config struct {
 	// Policy is the candidate node policy.
@@ -114,83 +70,6 @@ type Config struct {
 	Files []string
 	// Window is the reorder window in lines; 0 is trace.DefaultWindow.
 	Window int
-}
-
-// Answer is a decision's answer: trace.AnswerAdmitted, or a refusal's
-// reason with its scope and dimension.
-type Answer struct {
-	Answer    string
-	Scope     string
-	Dimension string
-}
-
-// Admitted reports whether a is an admission.
-func (a Answer) Admitted() bool { return a.Answer == trace.AnswerAdmitted }
-
-// String is the answer, then its scope and dimension when set:
-// "capacity-exhausted (tenant live-activations)".
-func (a Answer) String() string {
-	if a.Scope == "" && a.Dimension == "" {
-		return a.Answer
-	}
-	return a.Answer + " (" + a.Scope + " " + a.Dimension + ")"
-}
-
-// Change is a decision the candidate answered otherwise.
-type Change struct {
-	Time                                 time.Time // the decision's time: the trace's start plus T
-	Order                                uint64
-	Tenant, Service, Route, ActivationID string
-	Recorded, Candidate                  Answer
-}
-
-// Refusals counts one tenant's refusals for one reason.
-type Refusals struct {
-	Tenant, Reason      string
-	Recorded, Candidate uint64
-}
-
-// Series is one scope's reservations over time, under the recorded
-// answers and under the candidate, sampled at [Result.Times].
-type Series struct {
-	// Scope is "node", "tenant NAME", "trust class NAME" or "queue class
-	// NAME".
-	Scope string
-	// Measure is "live activations", or "queued reservations" for a
-	// queue class.
-	Measure string
-	// Limit is the candidate policy's limit of the measure.
-	Limit               uint64
-	Recorded, Candidate []float64
-}
-
-// Result is what a replay found.
-type Result struct {
-	// Start is the trace's start (its header's StartUnixNano).
-	Start time.Time
-	// PolicySHA256 is the recorded node policy's, from the header.
-	PolicySHA256 string
-	// Decisions counts the decision lines; RecordedAdmitted and
-	// CandidateAdmitted the admissions among them; Changed those
-	// answered otherwise.
-	Decisions, RecordedAdmitted, CandidateAdmitted, Changed uint64
-	// Estimated counts the decisions the node refused and the candidate
-	// admitted, whose holds were estimated.
-	Estimated uint64
-	// Refusals is per tenant and reason, sorted by tenant then reason:
-	// at most KeptTenants tenants by name (the most refused), then
-	// OtherTenants. A recorded answer outside the vocabulary counts as
-	// OtherAnswer.
-	Refusals []Refusals
-	// Changes are the first KeptChanges changed decisions, in order.
-	Changes []Change
-	// Exact is true when nothing in the trace kept the replay from
-	// being exact; Inexact says what did.
-	Exact   bool
-	Inexact []string
-	// Times are the series' sample points, since Start.
-	Times  []time.Duration
-	Series []Series
 }
 
 // Replay replays cfg.Files under cfg.Policy. An error is a trace that
@@ -225,131 +104,6 @@ func Replay(cfg Config) (*Result, error) {
 		return nil, r.passErr
 	}
 	return r.result(), nil
-}
-
-// pass is what the first pass over the trace found.
-type pass struct {
-	medians map[string]time.Duration // by route key
-}
-
-func routeKey(t trace.Target) string { return t.Tenant + "/" + t.Service + "/" + t.Route }
-
-// firstPass reads the trace once for the recorded durations per route
-// (bounded reservoirs). The replay runs it when it first needs a median,
-// so a replay that estimates no hold reads the trace once.
-func firstPass(cfg Config) (*pass, error) {
-	rd, err := trace.Open(cfg.Files, cfg.Window)
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	type reservoir struct {
-		seen int
-		ns   []int64
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	routes := map[string]*reservoir{}
-	open := map[uint64]string{} // recorded admissions not yet released, by order
-	p := &pass{medians: map[string]time.Duration{}}
-	for {
-		l, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		switch l.Kind {
-		case trace.KindDecision:
-			if l.Decision.Answer == trace.AnswerAdmitted && len(open) < maxOpenHolds {
-				open[l.Order] = routeKey(l.Decision.Target)
-			}
-		case trace.KindStart:
-			if l.Move.Refused {
-				delete(open, l.Move.Of)
-			}
-		case trace.KindRelease:
-			key, ok := open[l.Move.Of]
-			if !ok {
-				continue
-			}
-			delete(open, l.Move.Of)
-			if l.Move.Reclaimed {
-				continue // a leak's duration says nothing of the route's
-			}
-			rs := routes[key]
-			if rs == nil {
-				if len(routes) >= maxRoutes {
-					continue // a trace with that many routes: the rest get no median
-				}
-				rs = &reservoir{}
-				routes[key] = rs
-			}
-			rs.seen++
-			if len(rs.ns) < reservoirSize {
-				rs.ns = append(rs.ns, l.Move.ElapsedNS)
-			} else if j := rng.IntN(rs.seen); j < reservoirSize {
-				rs.ns[j] = l.Move.ElapsedNS
-			}
-		}
-	}
-	for key, rs := range routes {
-		slices.Sort(rs.ns)
-		n := len(rs.ns)
-		m := rs.ns[n/2]
-		if n%2 == 0 {
-			m = rs.ns[n/2-1] + (rs.ns[n/2]-rs.ns[n/2-1])/2
-		}
-		p.medians[key] = time.Duration(m)
-	}
-	return p, nil
-}
-
-// pinAt is a replay pin and the recorded generation it stands for.
-type pinAt struct {
-	gen uint64
-	pin *catalog.Pin
-}
-
-// held is a replay permit: one of the two is set while it holds.
-type held struct {
-	adm *core.AdmissionPermit
-	exe *core.ExecutionPermit
-}
-
-func (h *held) release() {
-	if h.exe != nil {
-		h.exe.Release()
-	}
-	if h.adm != nil {
-		h.adm.Release()
-	}
-	h.adm, h.exe = nil, nil
-}
-
-// due is an estimated hold's release.
-type due struct {
-	at int64
-	h  *held
-}
-
-type dueHeap []due
-
-func (d dueHeap) Len() int           { return len(d) }
-func (d dueHeap) Less(i, j int) bool { return d[i].at < d[j].at }
-func (d dueHeap) Swap(i, j int)      { d[i], d[j] = d[j], d[i] }
-func (d *dueHeap) Push(x any)        { *d = append(*d, x.(due)) }
-func (d *dueHeap) Pop() any {
-	old := *d
-	x := old[len(old)-1]
-	*d = old[:len(old)-1]
-	return x
-}
-
-// recHold is a recorded admission as the recorded series count it.
-type recHold struct {
-	tenant, trust, queue int // scope indexes, -1 for none
-	started              bool
 }
 
 type replay struct {
@@ -469,35 +223,6 @@ func (r *replay) advance(t int64) {
 	}
 }
 
-func (r *replay) takeSample() {
-	at := r.nextSample
-	r.res.Times = append(r.res.Times, time.Duration(at))
-	u := r.provider.Usage()
-	s := r.res.Series
-	i := 0
-	add := func(rec int64, cand uint64) {
-		s[i].Recorded = append(s[i].Recorded, float64(rec))
-		s[i].Candidate = append(s[i].Candidate, float64(cand))
-		i++
-	}
-	add(r.recLive[0], u.Node.Live)
-	for j, t := range u.Tenants {
-		add(r.recLive[1+j], t.Live)
-	}
-	for j, t := range u.TrustClasses {
-		add(r.recLive[1+len(u.Tenants)+j], t.Live)
-	}
-	for j, q := range u.QueueClasses {
-		add(r.recQueued[j], q.Queued)
-	}
-	r.nextSample = addSat(r.nextSample, r.sampleStep)
-	if len(r.res.Times) >= 2*SeriesPoints {
-		r.halveSeries()
-		r.sampleStep = addSat(r.sampleStep, r.sampleStep)
-		r.nextSample = addSat(int64(r.res.Times[len(r.res.Times)-1]), r.sampleStep)
-	}
-}
-
 // addSat is a+b, held at the int64 bounds instead of wrapping: a trace's
 // times may be anything, and time must never run backwards (a sample
 // time that wrapped would be taken forever).
@@ -514,24 +239,6 @@ func addSat(a, b int64) int64 {
 
 // at is the wall time of T t.
 func (r *replay) at(t int64) time.Time { return time.Unix(0, addSat(r.start, t)) }
-
-// halveSeries keeps every other point.
-func (r *replay) halveSeries() {
-	r.res.Times = everyOther(r.res.Times)
-	for i := range r.res.Series {
-		s := &r.res.Series[i]
-		s.Recorded, s.Candidate = everyOther(s.Recorded), everyOther(s.Candidate)
-	}
-}
-
-func everyOther[T any](v []T) []T {
-	n := 0
-	for i := 0; i < len(v); i += 2 {
-		v[n] = v[i]
-		n++
-	}
-	return v[:n]
-}
 
 func (r *replay) line(l *trace.Line) error {
 	switch l.Kind {
@@ -582,149 +289,6 @@ func (r *replay) line(l *trace.Line) error {
 	}
 	return nil
 }
-
-// catalog is the replay catalog; a deploy before any catalog line starts
-// from an empty one, and makes the replay inexact.
-func (r *replay) catalog() *catalog.Catalog {
-	if r.cat == nil {
-		r.cat, r.noCatalog = catalog.New(catalog.GenerousCapacity), true
-	}
-	return r.cat
-}
-
-func (r *replay) addPin(gen uint64) {
-	p := r.cat.Pin()
-	i := sort.Search(len(r.pins), func(i int) bool { return r.pins[i].gen >= gen })
-	if i < len(r.pins) && r.pins[i].gen == gen {
-		delete(r.ctrls, r.pins[i].pin)
-		r.pins[i].pin = p
-	} else {
-		r.pins = slices.Insert(r.pins, i, pinAt{gen: gen, pin: p})
-	}
-	if len(r.pins) > KeptPins {
-		delete(r.ctrls, r.pins[0].pin)
-		r.pins = slices.Delete(r.pins, 0, 1)
-	}
-}
-
-// pinFor is the pin of recorded generation gen, or the latest at or
-// below it; gen 0 (no resolution recorded) is the latest. With count, a
-// generation older than those kept, or newer than the last change the
-// replay has applied, is counted against exactness.
-func (r *replay) pinFor(gen uint64, count bool) *catalog.Pin {
-	if len(r.pins) == 0 {
-		if !r.override && !r.catalogSeen {
-			r.noCatalog = true
-		}
-		return nil
-	}
-	if r.override || gen == 0 {
-		return r.pins[len(r.pins)-1].pin
-	}
-	i := sort.Search(len(r.pins), func(i int) bool { return r.pins[i].gen > gen })
-	if count && i == len(r.pins) && gen > r.pins[i-1].gen && r.catalogSeen {
-		// A generation whose deploy or delete line has not come yet:
-		// resolved in the latest, which may not be what the node saw.
-		r.futurePins++
-	}
-	if i == 0 {
-		if count {
-			r.oldPins++
-		}
-		return r.pins[0].pin
-	}
-	return r.pins[i-1].pin
-}
-
-func (r *replay) controller(p *catalog.Pin) *core.AdmissionController {
-	c := r.ctrls[p]
-	if c == nil {
-		c = r.provider.Controller(core.ControllerConfig{Source: p, Load: r.load, Clock: r.clock})
-		r.ctrls[p] = c
-	}
-	return c
-}
-
-// sample converts a recorded load line, once per sequence.
-func (r *replay) sample(l *trace.Load) *core.LoadSample {
-	if s, ok := r.conv[l.Sequence]; ok {
-		return s
-	}
-	if len(r.conv) >= trace.KeptSamples {
-		clear(r.conv)
-	}
-	s := &core.LoadSample{Sequence: l.Sequence, ObservedAt: r.at(l.ObservedT),
-		CPUPressure: l.CPUPressure, MemoryPressure: l.MemoryPressure}
-	for i := 0; i < len(l.QueueDelayNS) && i < policy.NumCellClasses; i++ {
-		s.QueueDelay[i] = time.Duration(l.QueueDelayNS[i])
-	}
-	r.conv[l.Sequence] = s
-	return s
-}
-
-// sampleBySeq is the recorded sample seq; when the trace no longer holds
-// it, the latest one handed out, and the replay is inexact.
-func (r *replay) sampleBySeq(seq uint64) (*core.LoadSample, bool) {
-	if seq == 0 {
-		return nil, false
-	}
-	if s, ok := r.conv[seq]; ok {
-		return s, true
-	}
-	if l, ok := r.rd.Sample(seq); ok {
-		return r.sample(&l), true
-	}
-	r.missingSamples++
-	if r.latest != nil {
-		return r.sample(r.latest), true
-	}
-	return nil, false
-}
-
-// prepareLoad sets what the load source answers for decision d.
-func (r *replay) prepareLoad(d *trace.Decision) {
-	v := r.load
-	v.calls = 0
-	switch {
-	case d.Clock:
-		v.first, v.firstOK = r.sampleBySeq(d.LoadSequence)
-	case r.latest != nil:
-		v.first, v.firstOK = r.sample(r.latest), true
-	default:
-		v.first, v.firstOK = nil, false
-	}
-	v.second, v.secondOK = v.first, v.firstOK
-	if d.Committed {
-		v.second, v.secondOK = r.sampleBySeq(d.CommitLoadSequence)
-	}
-}
-
-func (r *replay) refusal(tenant, reason string) *Refusals {
-	if !knownAnswers[reason] {
-		reason = OtherAnswer
-	}
-	if _, ok := r.tenantIx[tenant]; !ok && !r.tracked[tenant] {
-		if len(r.tracked) < trackedTenants {
-			r.tracked[tenant] = true
-		} else {
-			tenant = OtherTenants
-		}
-	}
-	k := [2]string{tenant, reason}
-	c := r.refusals[k]
-	if c == nil {
-		c = &Refusals{Tenant: tenant, Reason: reason}
-		r.refusals[k] = c
-	}
-	return c
-}
-
-// Edge answers the replay gives itself.
-var (
-	answerUnauthenticated = Answer{Answer: trace.AnswerUnauthenticated}
-	answerNotAuthorized   = Answer{Answer: string(core.ReasonPrincipalNotAuthorized), Scope: string(core.ScopePrincipal), Dimension: string(core.DimIdentity)}
-	answerNotAvailable    = Answer{Answer: string(core.ReasonRevisionNotAvailable), Scope: string(core.ScopeRevision), Dimension: string(core.DimRevision)}
-)
 
 func (r *replay) decide(l *trace.Line) {
 	d := l.Decision
@@ -786,47 +350,17 @@ func (r *replay) decide(l *trace.Line) {
 // candidate is the candidate's answer to a decision line, and its
 // permit when it admits.
 func (r *replay) candidate(l *trace.Line, recorded Answer) (Answer, *core.AdmissionPermit) {
-	d := l.Decision
-	edge := func(a Answer) Answer {
-		if d.Stage == trace.StageEdge && recorded.Answer == a.Answer {
-			return recorded // the edge's own scope and dimension
-		}
-		return a
-	}
-	switch recorded.Answer {
-	case string(core.ReasonMetadataTooLarge), string(core.ReasonBudgetDimensionUnsupported):
-		// Judged on what a trace never holds (claims, attributes, the
-		// later-phase budget dimensions): the recorded answer stands.
-		return recorded, nil
-	}
-	pr := d.Principal
-	if pr == nil {
-		return edge(answerUnauthenticated), nil
-	}
-	if pr.Admin || pr.Tenant != d.Target.Tenant {
-		return edge(answerNotAuthorized), nil
-	}
-	kind, ok := policy.ParsePrincipalKind(pr.Kind)
+	refusal, in, ok := r.edgeChecks(l, recorded)
 	if !ok {
-		return edge(answerNotAuthorized), nil
+		return refusal, nil
 	}
-	if _, ok := r.compiled.AuthorizedPrincipal(pr.Tenant, kind, pr.Subject); !ok || (kind == policy.ServicePrincipal && pr.Service == "") {
-		return edge(answerNotAuthorized), nil
-	}
-	pin := r.pinFor(d.Generation, true)
-	if pin == nil {
-		return edge(answerNotAvailable), nil
-	}
-	rev, handle, err := pin.Resolve(catalog.Target{Tenant: d.Target.Tenant, Service: d.Target.Service, Route: d.Target.Route}, d.RoutingKey)
-	if err != nil {
-		return edge(answerNotAvailable), nil
-	}
+	d := l.Decision
 	req := &r.req
 	*req = core.AdmissionRequest{
 		ActivationID:    d.ActivationID,
-		Principal:       core.Principal{Kind: kind, Subject: pr.Subject, Tenant: pr.Tenant, Service: pr.Service},
-		Revision:        *rev,
-		Handle:          handle,
+		Principal:       core.Principal{Kind: in.kind, Subject: d.Principal.Subject, Tenant: d.Principal.Tenant, Service: d.Principal.Service},
+		Revision:        *in.rev,
+		Handle:          in.handle,
 		RequestedBudget: policy.Budget{CPUFuel: d.Budget.CPUFuel, MemoryBytes: d.Budget.MemoryBytes},
 		PayloadBytes:    d.PayloadBytes,
 		Priority:        d.Priority,
@@ -839,7 +373,7 @@ func (r *replay) candidate(l *trace.Line, recorded Answer) (Answer, *core.Admiss
 	}
 	r.clock.set(r.at(l.T), d.Since)
 	r.prepareLoad(d)
-	p, err := r.controller(pin).Admit(req)
+	p, err := r.controller(in.pin).Admit(req)
 	if err != nil {
 		var ce core.Error
 		if errors.As(err, &ce) {
@@ -848,182 +382,4 @@ func (r *replay) candidate(l *trace.Line, recorded Answer) (Answer, *core.Admiss
 		return Answer{Answer: err.Error()}, nil
 	}
 	return Answer{Answer: trace.AnswerAdmitted}, p
-}
-
-// holdRecorded counts a recorded admission in the recorded series.
-func (r *replay) holdRecorded(l *trace.Line, p *core.AdmissionPermit) {
-	if len(r.recHolds) >= maxOpenHolds {
-		// More recorded admissions unreleased at once than any node
-		// holds: a trace not written by latentd. Not counted.
-		r.untracked++
-		return
-	}
-	d := l.Decision
-	h := &recHold{tenant: -1, trust: -1, queue: -1}
-	if i, ok := r.tenantIx[d.Target.Tenant]; ok {
-		h.tenant = i
-	}
-	if p != nil {
-		g := p.Grant()
-		h.trust, h.queue = r.index(r.trustIx, g.Obligations.TrustClass), r.index(r.queueIx, g.Obligations.QueueClass)
-	} else {
-		if q, ok := r.compiled.QueueClassFor(d.Priority); ok {
-			h.queue = int(q)
-		}
-		if pin := r.pinFor(d.Generation, false); pin != nil {
-			if rev, _, err := pin.Resolve(catalog.Target{Tenant: d.Target.Tenant, Service: d.Target.Service, Route: d.Target.Route}, d.RoutingKey); err == nil {
-				if rp, ok := pin.RevisionPolicy(rev); ok {
-					h.trust = r.index(r.trustIx, rp.TrustClass)
-				}
-			}
-		}
-	}
-	r.recHolds[l.Order] = h
-	r.recLive[0]++
-	for _, i := range []int{h.tenant, h.trust} {
-		if i >= 0 {
-			r.recLive[i]++
-		}
-	}
-	if h.queue >= 0 {
-		r.recQueued[h.queue]++
-	}
-}
-
-func (r *replay) index(m map[string]int, name string) int {
-	if i, ok := m[name]; ok {
-		return i
-	}
-	return -1
-}
-
-// moveRecorded follows a start or release in the recorded series.
-func (r *replay) moveRecorded(of uint64, start, released bool) {
-	h := r.recHolds[of]
-	if h == nil {
-		return
-	}
-	if !h.started && h.queue >= 0 && (start || released) {
-		r.recQueued[h.queue]--
-	}
-	h.started = h.started || start
-	if released {
-		r.recLive[0]--
-		for _, i := range []int{h.tenant, h.trust} {
-			if i >= 0 {
-				r.recLive[i]--
-			}
-		}
-		delete(r.recHolds, of)
-	}
-}
-
-func (r *replay) startLine(l *trace.Line) {
-	m := l.Move
-	r.moveRecorded(m.Of, true, m.Refused)
-	h := r.permits[m.Of]
-	if h == nil {
-		return
-	}
-	if h.adm != nil {
-		r.clock.set(r.at(l.T), []int64{m.ElapsedNS})
-		if ep, err := h.adm.StartExecution(); err == nil {
-			h.adm, h.exe = nil, ep
-		} else {
-			h.adm = nil
-		}
-	}
-	if m.Refused || (h.adm == nil && h.exe == nil) {
-		h.release()
-		delete(r.permits, m.Of)
-	}
-}
-
-func (r *replay) releaseLine(l *trace.Line) {
-	r.moveRecorded(l.Move.Of, false, true)
-	if h := r.permits[l.Move.Of]; h != nil {
-		h.release()
-		delete(r.permits, l.Move.Of)
-	}
-}
-
-func (r *replay) result() *Result {
-	res := r.res
-	res.Refusals = topTenants(r.refusals)
-	res.Inexact = r.rd.Stats().Inexact()
-	if r.noCatalog {
-		res.Inexact = append(res.Inexact, "the trace has no catalog line")
-	}
-	if r.missingSamples > 0 {
-		res.Inexact = append(res.Inexact, fmt.Sprintf("%d decisions judged a load sample the trace did not hold", r.missingSamples))
-	}
-	if r.futurePins > 0 {
-		res.Inexact = append(res.Inexact, fmt.Sprintf("%d decisions resolved in a catalog generation whose change came later in the trace", r.futurePins))
-	}
-	if r.untracked > 0 {
-		res.Inexact = append(res.Inexact, fmt.Sprintf("%d recorded admissions past the %d unreleased ones followed at once", r.untracked, maxOpenHolds))
-	}
-	if r.oldPins > 0 {
-		res.Inexact = append(res.Inexact, fmt.Sprintf("%d decisions resolved in a catalog generation older than the %d kept", r.oldPins, KeptPins))
-	}
-	res.Exact = len(res.Inexact) == 0
-	return &res
-}
-
-// topTenants is the refusal rows of the KeptTenants tenants with the most
-// refusals, then the others' summed per reason under OtherTenants.
-func topTenants(rows map[[2]string]*Refusals) []Refusals {
-	totals := map[string]uint64{}
-	for _, c := range rows {
-		if c.Tenant != OtherTenants {
-			totals[c.Tenant] += c.Recorded + c.Candidate
-		}
-	}
-	names := make([]string, 0, len(totals))
-	for name := range totals {
-		names = append(names, name)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if totals[names[i]] != totals[names[j]] {
-			return totals[names[i]] > totals[names[j]]
-		}
-		return names[i] < names[j]
-	})
-	kept := map[string]bool{}
-	for _, name := range names[:min(len(names), KeptTenants)] {
-		kept[name] = true
-	}
-	var out []Refusals
-	others := map[string]*Refusals{}
-	for _, c := range rows {
-		if kept[c.Tenant] {
-			row := *c
-			row.Tenant = shorten(row.Tenant)
-			out = append(out, row)
-			continue
-		}
-		o := others[c.Reason]
-		if o == nil {
-			o = &Refusals{Tenant: OtherTenants, Reason: c.Reason}
-			others[c.Reason] = o
-		}
-		o.Recorded += c.Recorded
-		o.Candidate += c.Candidate
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Tenant != b.Tenant {
-			return a.Tenant < b.Tenant
-		}
-		return a.Reason < b.Reason
-	})
-	reasons := make([]string, 0, len(others))
-	for reason := range others {
-		reasons = append(reasons, reason)
-	}
-	sort.Strings(reasons)
-	for _, reason := range reasons {
-		out = append(out, *others[reason])
-	}
-	return out
 }

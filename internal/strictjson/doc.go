@@ -54,6 +54,7 @@
 // string in brackets, `["a key"]`, with control characters, format
 // characters (bidi overrides, zero-width characters) and other unprintable
 // characters escaped (`\u001b`). [Problem.String] escapes whatever
-// unprintable characters remain in a path or message ([Printable]), so a
-// problem is always exactly one line of plain text.
+// unprintable characters remain in a path or message (printable.String,
+// internal/printable), so a problem is always exactly one line of plain
+// text.
 package strictjson

@@ -66,21 +66,6 @@ func TestWithin(t *testing.T) {
 	}
 }
 
-func TestPrintable(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"plain text: \"quoted\" \\ ok", "plain text: \"quoted\" \\ ok"},
-		{"two\nlines", `two\nlines`},
-		{"\x1b]0;title\x07", `\u001b]0;title\u0007`},
-		{"rtl\u202e", `rtl\u202e`},
-		{"é ✓", "é ✓"},
-		{"\xff", `\ufffd`},
-	} {
-		if got := strictjson.Printable(c.in); got != c.want {
-			t.Errorf("Printable(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
 // A problem always prints as one line of plain text, even one built from a
 // caller's message.
 func TestProblemStringIsOneLine(t *testing.T) {

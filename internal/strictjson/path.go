@@ -137,11 +137,6 @@ func appendQuoted(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// Printable returns s with every character that is not printable replaced
-// by its JSON escape (`\n`, `\u001b`, `\u202e`), so that s prints as one
-// line that cannot drive a terminal; see [printable.String].
-func Printable(s string) string { return printable.String(s) }
-
 // Within places a path, as a Problem holds it, under a prefix path: the
 // problems of a policy embedded in a larger document, for instance.
 func Within(prefix, path string) string {

@@ -15,7 +15,7 @@ import (
 func DecodeLine(data []byte, l *Line) error { return decodeLine(data, l, nil) }
 
 func decodeLine(data []byte, l *Line, in *interner) error {
-	if decodeFast(data, l, in) {
+	if decodeRecorded(data, l, in) {
 		return l.check()
 	}
 	if err := decodeJSON(data, l); err != nil {
@@ -25,8 +25,8 @@ func decodeLine(data []byte, l *Line, in *interner) error {
 }
 
 // decodeJSON decodes data into l (reset first) with encoding/json,
-// strictly: no unknown key, nothing after the object. It is what the fast
-// decoder must match.
+// strictly: no unknown key, nothing after the object. It is what the
+// recorded-line decoder must match.
 func decodeJSON(data []byte, l *Line) error {
 	*l = Line{}
 	dec := json.NewDecoder(bytes.NewReader(data))

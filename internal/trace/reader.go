@@ -1,13 +1,10 @@
 package trace
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
-	"strings"
 )
 
 // Reader bounds.
@@ -48,40 +45,6 @@ type Position struct {
 
 func (p Position) String() string { return fmt.Sprintf("%s:%d", p.File, p.Line) }
 
-// Stats is what a [Reader] found that makes a replay inexact.
-type Stats struct {
-	// Dropped is the sum of the dropped lines' counts (the lines the
-	// recorder lost); DroppedMarks is how many dropped lines there were.
-	Dropped, DroppedMarks uint64
-	// Late is the number of lines that arrived after a line with a
-	// higher Order had been handed out: beyond the reorder window.
-	Late uint64
-	// Gaps lists the ranges of file indexes missing from the given files
-	// (the first file's index is expected to be 0), at most one more
-	// than the files.
-	Gaps []FileRange
-	// Torn lists the files whose last line was cut short (the recorder
-	// stopped mid-line: a crash, a full disk): the recording ends there.
-	Torn []Position
-	// Lines is the number of lines Next took in order (each part of a
-	// payload in parts counts).
-	Lines uint64
-	// LostParts counts the parts of a catalog or deployment in parts that
-	// came without the others (a dropped line, a file that is gone): the
-	// payload is not handed out.
-	LostParts uint64
-}
-
-// FileRange is the file indexes From to To, both included.
-type FileRange struct{ From, To uint64 }
-
-func (g FileRange) String() string {
-	if g.From == g.To {
-		return fmt.Sprint(g.From)
-	}
-	return fmt.Sprintf("%d to %d", g.From, g.To)
-}
-
 // Reader reads the files of one recording and hands out their lines in
 // Order, putting lines that reached the files out of order back in place
 // within a bounded window. Load lines are also kept, as they are read, in
@@ -111,99 +74,6 @@ type Reader struct {
 	scratch  Line // the line being decoded
 	asm      assembly
 	err      error
-}
-
-type source struct {
-	path   string
-	header Header
-	f      *os.File
-	br     *bufio.Reader
-	line   int
-	buf    []byte
-	done   bool
-	atEOF  bool // the line last read ended the file without a newline
-}
-
-type pendingLine struct {
-	line  Line
-	pos   Position
-	seq   uint64
-	bytes int64
-}
-
-// lineHeap is a min-heap on (Order, read sequence) of small entries
-// without pointers; the lines themselves wait in a slab.
-type lineHeap struct {
-	entries []heapEntry
-	slab    []pendingLine
-	free    []int32
-}
-
-type heapEntry struct {
-	order, seq uint64
-	slot       int32
-}
-
-func (a heapEntry) less(b heapEntry) bool {
-	return a.order < b.order || (a.order == b.order && a.seq < b.seq)
-}
-
-func (h *lineHeap) len() int { return len(h.entries) }
-
-func (h *lineHeap) push(p pendingLine) {
-	var slot int32
-	if n := len(h.free); n > 0 {
-		slot = h.free[n-1]
-		h.free = h.free[:n-1]
-		h.slab[slot] = p
-	} else {
-		slot = int32(len(h.slab))
-		h.slab = append(h.slab, p)
-	}
-	e := heapEntry{order: p.line.Order, seq: p.seq, slot: slot}
-	i := len(h.entries)
-	h.entries = append(h.entries, e)
-	for i > 0 {
-		parent := (i - 1) / 2
-		if !e.less(h.entries[parent]) {
-			break
-		}
-		h.entries[i] = h.entries[parent]
-		i = parent
-	}
-	h.entries[i] = e
-}
-
-// minOrder is the smallest Order in the heap, which must not be empty.
-func (h *lineHeap) minOrder() uint64 { return h.entries[0].order }
-
-func (h *lineHeap) pop() pendingLine {
-	top := h.entries[0]
-	n := len(h.entries) - 1
-	last := h.entries[n]
-	h.entries = h.entries[:n]
-	if n > 0 {
-		i := 0
-		for {
-			c := 2*i + 1
-			if c >= n {
-				break
-			}
-			if c+1 < n && h.entries[c+1].less(h.entries[c]) {
-				c++
-			}
-			if !h.entries[c].less(last) {
-				break
-			}
-			h.entries[i] = h.entries[c]
-			i = c
-		}
-		h.entries[i] = last
-	}
-	p := h.slab[top.slot]
-	h.slab[top.slot] = pendingLine{}
-	h.free = append(h.free, top.slot)
-	return p
 }
 
 // Open reads the header of every file, checks that they belong to one
@@ -263,111 +133,6 @@ func Open(paths []string, window int) (*Reader, error) {
 	return r, nil
 }
 
-// errNoHeader is a file without a whole header line: empty, or its only
-// line cut short.
-var errNoHeader = errors.New("empty file: no header")
-
-// open opens s and reads its header line.
-func (s *source) open() (Header, error) {
-	f, err := os.Open(s.path)
-	if err != nil {
-		return Header{}, err
-	}
-	s.f, s.br, s.line, s.done = f, bufio.NewReaderSize(f, 64<<10), 0, false
-	data, final, err := s.readLine()
-	if err == io.EOF {
-		return Header{}, &LineError{File: s.path, Line: 1, Err: errNoHeader}
-	}
-	if err != nil {
-		return Header{}, err
-	}
-	var l Line
-	if err := DecodeLine(data, &l); err != nil {
-		if final {
-			return Header{}, &LineError{File: s.path, Line: s.line, Err: fmt.Errorf("%w: %v", errNoHeader, err)}
-		}
-		return Header{}, &LineError{File: s.path, Line: s.line, Err: err}
-	}
-	if l.Kind != KindHeader {
-		return Header{}, &LineError{File: s.path, Line: s.line, Err: fmt.Errorf("the first line is a %q line, not a header", l.Kind)}
-	}
-	if l.Header.Version != Version {
-		return Header{}, &LineError{File: s.path, Line: s.line, Err: fmt.Errorf("version %d, this reader reads version %d", l.Header.Version, Version)}
-	}
-	return *l.Header, nil
-}
-
-func (s *source) close() error {
-	if s.f == nil {
-		return nil
-	}
-	err := s.f.Close()
-	s.f, s.br = nil, nil
-	return err
-}
-
-// readLine returns the next line without its newline (valid until the
-// next call), or io.EOF; final says it is the file's last and has no
-// newline (it may be torn). A line over MaxLineBytes is an error.
-func (s *source) readLine() (data []byte, final bool, err error) {
-	data, err = s.readLine1()
-	final = err == nil && s.atEOF
-	return data, final, err
-}
-
-func (s *source) readLine1() ([]byte, error) {
-	s.atEOF = false
-	for {
-		s.buf = s.buf[:0]
-		for {
-			chunk, err := s.br.ReadSlice('\n')
-			if len(s.buf)+len(chunk) > MaxLineBytes+1 {
-				return nil, &LineError{File: s.path, Line: s.line + 1, Err: fmt.Errorf("line longer than %d bytes", MaxLineBytes)}
-			}
-			if err == bufio.ErrBufferFull {
-				s.buf = append(s.buf, chunk...)
-				continue
-			}
-			if err != nil && err != io.EOF {
-				return nil, &LineError{File: s.path, Line: s.line + 1, Err: err}
-			}
-			var data []byte
-			if len(s.buf) > 0 {
-				s.buf = append(s.buf, chunk...)
-				data = s.buf
-			} else {
-				data = chunk
-			}
-			if err == io.EOF && len(data) == 0 {
-				return nil, io.EOF
-			}
-			s.line++
-			s.atEOF = err == io.EOF
-			data = trimNewline(data)
-			if len(data) > MaxLineBytes {
-				return nil, &LineError{File: s.path, Line: s.line, Err: fmt.Errorf("line longer than %d bytes", MaxLineBytes)}
-			}
-			if len(data) == 0 {
-				if err == io.EOF {
-					return nil, io.EOF
-				}
-				return nil, &LineError{File: s.path, Line: s.line, Err: errors.New("empty line")}
-			}
-			return data, nil
-		}
-	}
-}
-
-func trimNewline(b []byte) []byte {
-	if n := len(b); n > 0 && b[n-1] == '\n' {
-		b = b[:n-1]
-		if n := len(b); n > 0 && b[n-1] == '\r' {
-			b = b[:n-1]
-		}
-	}
-	return b
-}
-
 // Header is the first file's header.
 func (r *Reader) Header() Header { return r.header }
 
@@ -424,71 +189,6 @@ func (r *Reader) Next() (Line, error) {
 			return whole, nil
 		}
 	}
-}
-
-// assembly is a payload in parts being put together.
-type assembly struct {
-	active      bool
-	kind        string
-	gen         uint64
-	next, parts uint32
-	buf         []byte
-}
-
-// assemble takes a line in order: a line not in parts is itself; a part
-// joins the payload it continues, which is handed out with its last
-// part (ok).
-func (r *Reader) assemble(l Line) (Line, bool, error) {
-	var part, parts uint32
-	var data []byte
-	var gen uint64
-	switch {
-	case l.Kind == KindCatalog && l.Catalog.Parts > 0:
-		part, parts, data, gen = l.Catalog.Part, l.Catalog.Parts, l.Catalog.File, l.Catalog.Generation
-	case l.Kind == KindDeploy && l.Change.DeploymentParts > 0:
-		part, parts, data, gen = l.Change.DeploymentPart, l.Change.DeploymentParts, l.Change.Deployment, l.Change.Generation
-	default:
-		return l, true, nil
-	}
-	a := &r.asm
-	if part == 0 {
-		if a.active {
-			r.stats.LostParts += uint64(a.next)
-		}
-		*a = assembly{active: true, kind: l.Kind, gen: gen, parts: parts}
-	} else if !a.active || a.kind != l.Kind || a.gen != gen || a.parts != parts || a.next != part {
-		// A part whose predecessors were lost (dropped, or in a file
-		// that is gone).
-		if a.active {
-			r.stats.LostParts += uint64(a.next)
-			*a = assembly{}
-		}
-		r.stats.LostParts++
-		return Line{}, false, nil
-	}
-	if int64(len(a.buf))+int64(len(data)) > MaxPayloadBytes {
-		pos := r.lastPos
-		return Line{}, false, &LineError{File: pos.File, Line: pos.Line,
-			Err: fmt.Errorf("a %s in parts longer than %d bytes", l.Kind, MaxPayloadBytes)}
-	}
-	a.buf = append(a.buf, data...)
-	a.next++
-	if a.next < parts {
-		return Line{}, false, nil
-	}
-	whole := l
-	switch l.Kind {
-	case KindCatalog:
-		c := *l.Catalog
-		c.File, c.Part, c.Parts = a.buf, 0, 0
-		whole.Catalog = &c
-	default:
-		c := *l.Change
-		c.Deployment, c.DeploymentPart, c.DeploymentParts = a.buf, 0, 0
-		whole.Change = &c
-	}
-	*a = assembly{}
-	return whole, true, nil
 }
 
 // nextLine is the next line in Order, parts as they are.
@@ -608,30 +308,4 @@ func (r *Reader) closeAll() {
 	for _, s := range r.files {
 		_ = s.close()
 	}
-}
-
-// Inexact describes what the reader found that makes a replay inexact,
-// one phrase each; none for a complete trace.
-func (s Stats) Inexact() []string {
-	var out []string
-	if s.Dropped > 0 || s.DroppedMarks > 0 {
-		out = append(out, fmt.Sprintf("%d lines dropped by the recorder", s.Dropped))
-	}
-	if s.Late > 0 {
-		out = append(out, fmt.Sprintf("%d lines arrived beyond the reorder window", s.Late))
-	}
-	if len(s.Gaps) > 0 {
-		idx := make([]string, len(s.Gaps))
-		for i, g := range s.Gaps {
-			idx[i] = g.String()
-		}
-		out = append(out, "trace files missing (file index "+strings.Join(idx, ", ")+")")
-	}
-	if s.LostParts > 0 {
-		out = append(out, fmt.Sprintf("%d parts of a catalog or deployment came without their other parts", s.LostParts))
-	}
-	for _, p := range s.Torn {
-		out = append(out, fmt.Sprintf("the recording ends in a torn line (%s)", p))
-	}
-	return out
 }

@@ -2,7 +2,7 @@
 // catalog of one deployment (acme/hello, route greet), a token file and
 // the guest it runs (a hand-assembled WASI command that writes "hello, "
 // and then its standard input). `latentd` serves it when given no flags;
-// latentd.Soak (and so `latentd soak` and `cmd/stress -http`) soaks it.
+// edge/soak (and so `latentd soak` and `cmd/stress -http`) soaks it.
 //
 // The package imports only the library (policy, catalog), so that the
 // edge's latentd package may import it.

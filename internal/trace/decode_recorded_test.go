@@ -17,7 +17,7 @@ func jsonDecode(data []byte, l *Line) error {
 	return dec.Decode(l)
 }
 
-func TestTheFastDecoderBuildsWhatEncodingJSONBuilds(t *testing.T) {
+func TestTheRecordedLineDecoderBuildsWhatEncodingJSONBuilds(t *testing.T) {
 	wall, deadline := int64(5000000), int64(1700000000123)
 	full := []Line{
 		{Kind: KindHeader, Header: &Header{Version: 1, StartUnixNano: 1700000000000000000, File: 3, PolicySHA256: "abc"}},
@@ -50,14 +50,14 @@ func TestTheFastDecoderBuildsWhatEncodingJSONBuilds(t *testing.T) {
 		`{"k":"decision","order":1,"principal":{"kind":"user"},"principal":{"subject":"s"},"answer":"x"}`,
 	)
 	for _, s := range lines {
-		var fast, ref Line
-		require.True(t, decodeFast([]byte(s), &fast, new(interner)), "the fast decoder gave up on %s", s)
+		var got, ref Line
+		require.True(t, decodeRecorded([]byte(s), &got, new(interner)), "the recorded-line decoder gave up on %s", s)
 		require.NoError(t, jsonDecode([]byte(s), &ref), s)
-		assert.Equal(t, ref, fast, s)
+		assert.Equal(t, ref, got, s)
 	}
 }
 
-func TestTheFastDecoderGivesUpOnWhatItDoesNotKnow(t *testing.T) {
+func TestTheRecordedLineDecoderGivesUpOnWhatItDoesNotKnow(t *testing.T) {
 	for _, s := range []string{
 		`{"K":"release","order":2,"of":1,"elapsed_ns":5}`,               // another case: encoding/json's to judge
 		`{"k":"rel\u0065ase","order":2,"of":1,"elapsed_ns":5}`,          // an escape
@@ -75,7 +75,7 @@ func TestTheFastDecoderGivesUpOnWhatItDoesNotKnow(t *testing.T) {
 		`{"k":"load","order":2,"cpu_pressure":NaN}`,
 	} {
 		var l Line
-		assert.False(t, decodeFast([]byte(s), &l, new(interner)), s)
+		assert.False(t, decodeRecorded([]byte(s), &l, new(interner)), s)
 	}
 	// Both decoders agree on the ones encoding/json accepts.
 	for _, s := range []string{`{"K":"release","order":2,"of":1,"elapsed_ns":5}`, `{"k":"rel\u0065ase","order":2,"of":1,"elapsed_ns":5}`} {

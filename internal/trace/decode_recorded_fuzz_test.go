@@ -8,12 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// FuzzFastDecoderMatchesEncodingJSON holds the fast decoder to
-// encoding/json on every input: when the fast decoder takes a line,
+// FuzzRecordedDecoderMatchesEncodingJSON holds the recorded-line decoder to
+// encoding/json on every input: when the recorded-line decoder takes a line,
 // encoding/json takes it too and builds the same Line; and DecodeLine
-// (fast, or encoding/json when the fast one gives up) agrees with
+// (the recorded-line decoder, or encoding/json when it gives up) agrees with
 // encoding/json alone: the same line, or both refuse.
-func FuzzFastDecoderMatchesEncodingJSON(f *testing.F) {
+func FuzzRecordedDecoderMatchesEncodingJSON(f *testing.F) {
 	wall := int64(5)
 	for _, l := range []Line{
 		{Kind: KindHeader, Header: &Header{Version: 1, StartUnixNano: 17, File: 3, PolicySHA256: "abc"}},
@@ -44,11 +44,11 @@ func FuzzFastDecoderMatchesEncodingJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var fast, ref Line
+		var recorded, ref Line
 		refErr := decodeJSON(data, &ref)
-		if decodeFast(data, &fast, new(interner)) {
-			require.NoError(t, refErr, "the fast decoder took %q, encoding/json refuses it", data)
-			require.Equal(t, ref, fast, "%q", data)
+		if decodeRecorded(data, &recorded, new(interner)) {
+			require.NoError(t, refErr, "the recorded-line decoder took %q, encoding/json refuses it", data)
+			require.Equal(t, ref, recorded, "%q", data)
 		}
 		if refErr == nil {
 			refErr = ref.check()

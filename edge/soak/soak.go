@@ -1,4 +1,4 @@
-package latentd
+package soak
 
 import (
 	"bytes"
@@ -17,11 +17,12 @@ import (
 	"time"
 
 	"latent.dev/admission/core"
+	"latent.dev/admission/edge/latentd"
 	"latent.dev/admission/edge/latentd/demo"
 )
 
-// SoakOptions bound a soak by count and by time.
-type SoakOptions struct {
+// Options bound a soak by count and by time.
+type Options struct {
 	// Requests: the loop stops after this many requests. Required.
 	Requests int
 	// Duration: the loop stops after this long. Required.
@@ -32,8 +33,8 @@ type SoakOptions struct {
 	Logger *slog.Logger
 }
 
-// SoakReport is what one soak saw.
-type SoakReport struct {
+// Report is what one soak saw.
+type Report struct {
 	// Sent is the number of requests sent; each one either got a status
 	// (Statuses) or a transport error (Errors).
 	Sent    int
@@ -58,7 +59,7 @@ type SoakReport struct {
 
 // Percentile is the round trip at quantile p in [0, 1] of the answered
 // requests (0 when none was answered).
-func (r *SoakReport) Percentile(p float64) time.Duration {
+func (r *Report) Percentile(p float64) time.Duration {
 	if len(r.Latencies) == 0 {
 		return 0
 	}
@@ -66,7 +67,7 @@ func (r *SoakReport) Percentile(p float64) time.Duration {
 }
 
 // Answered is the number of requests that got a status.
-func (r *SoakReport) Answered() int {
+func (r *Report) Answered() int {
 	n := 0
 	for _, c := range r.Statuses {
 		n += c
@@ -76,7 +77,7 @@ func (r *SoakReport) Answered() int {
 
 // WriteStatuses writes the request count, the status counts and the
 // latency percentiles, one item a line.
-func (r *SoakReport) WriteStatuses(w io.Writer) {
+func (r *Report) WriteStatuses(w io.Writer) {
 	fmt.Fprintf(w, "soak: %d requests in %v (%.0f/s), %d transport errors\n", r.Sent, r.Elapsed.Round(time.Millisecond),
 		float64(r.Sent)/r.Elapsed.Seconds(), r.Errors)
 	codes := make([]int, 0, len(r.Statuses))
@@ -90,7 +91,7 @@ func (r *SoakReport) WriteStatuses(w io.Writer) {
 	fmt.Fprintf(w, "latency: p50 %v p90 %v p99 %v max %v\n", r.Percentile(0.5), r.Percentile(0.9), r.Percentile(0.99), r.Percentile(1))
 }
 
-func (r *SoakReport) String() string {
+func (r *Report) String() string {
 	var b bytes.Buffer
 	r.WriteStatuses(&b)
 	fmt.Fprintf(&b, "goroutines: %d before, %d after\n", r.Goroutines[0], r.Goroutines[1])
@@ -103,10 +104,10 @@ func (r *SoakReport) String() string {
 	return b.String()
 }
 
-// soakRequest is the i-th request of the mix: valid invocations, distinct
+// request is the i-th request of the mix: valid invocations, distinct
 // other-tenant paths (403), distinct unknown routes (404), no token (401)
 // and payloads over the maximum (413).
-func soakRequest(base string, i int) (*http.Request, error) {
+func request(base string, i int) (*http.Request, error) {
 	path, token, body := "/v1/invoke/acme/hello/greet", demo.UserToken, []byte("soak")
 	switch i % 10 {
 	case 1, 2:
@@ -128,14 +129,14 @@ func soakRequest(base string, i int) (*http.Request, error) {
 	return req, nil
 }
 
-// soakNode is the demonstration node (edge/latentd/demo) on a loopback
+// demoNode is the demonstration node (edge/latentd/demo) on a loopback
 // port, not serving yet, and the artifact directory to remove after it.
-func soakNode(ctx context.Context, logger *slog.Logger) (*Node, net.Listener, string, error) {
+func demoNode(ctx context.Context, logger *slog.Logger) (*latentd.Node, net.Listener, string, error) {
 	pol, err := demo.Policy()
 	if err != nil {
 		return nil, nil, "", err
 	}
-	tokens, err := DecodeTokens(demo.TokensJSON())
+	tokens, err := latentd.DecodeTokens(demo.TokensJSON())
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -147,11 +148,11 @@ func soakNode(ctx context.Context, logger *slog.Logger) (*Node, net.Listener, st
 	if err != nil {
 		return nil, nil, "", err
 	}
-	fail := func(err error) (*Node, net.Listener, string, error) {
+	fail := func(err error) (*latentd.Node, net.Listener, string, error) {
 		_ = os.RemoveAll(dir)
 		return nil, nil, "", err
 	}
-	guests, err := NewWasmGuests(ctx, WasmConfig{ArtifactsDir: dir, MaxResponseBytes: 1 << 20, MaxMemoryBytes: pol.Node.BudgetCeiling.MemoryBytes})
+	guests, err := latentd.NewWasmGuests(ctx, latentd.WasmConfig{ArtifactsDir: dir, MaxResponseBytes: 1 << 20, MaxMemoryBytes: pol.Node.BudgetCeiling.MemoryBytes})
 	if err != nil {
 		return fail(err)
 	}
@@ -159,20 +160,20 @@ func soakNode(ctx context.Context, logger *slog.Logger) (*Node, net.Listener, st
 		_ = guests.Close(ctx)
 		return fail(err)
 	}
-	node, err := New(Config{Policy: pol, Tokens: tokens, Guests: guests, Deployments: deployments, ShutdownGrace: 5 * time.Second, Logger: logger})
+	n, err := latentd.New(latentd.Config{Policy: pol, Tokens: tokens, Guests: guests, Deployments: deployments, ShutdownGrace: 5 * time.Second, Logger: logger})
 	if err != nil {
 		_ = guests.Close(ctx)
 		return fail(err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		_ = node.Shutdown(ctx)
+		_ = n.Shutdown(ctx)
 		return fail(err)
 	}
-	return node, l, dir, nil
+	return n, l, dir, nil
 }
 
-// Soak runs the demonstration node (edge/latentd/demo) in this process on
+// Run runs the demonstration node (edge/latentd/demo) in this process on
 // a loopback port and a bounded request loop against it: opts.Concurrency
 // clients send the mix of valid invocations and distinct rejected
 // targets until opts.Requests were sent or opts.Duration passed. Then it
@@ -181,17 +182,17 @@ func soakNode(ctx context.Context, logger *slog.Logger) (*Node, net.Listener, st
 // their count before. An error means the soak could not run; failed
 // invariants are in the report's Violations. `latentd soak` and
 // `cmd/stress -http` both run it.
-func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
+func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Requests <= 0 || opts.Duration <= 0 || opts.Concurrency <= 0 {
-		return nil, errors.New("latentd: a soak's requests, duration and concurrency must be positive")
+		return nil, errors.New("soak: a soak's requests, duration and concurrency must be positive")
 	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	r := &SoakReport{Statuses: map[int]int{}}
+	r := &Report{Statuses: map[int]int{}}
 	r.Goroutines[0] = runtime.NumGoroutine()
-	node, listener, dir, err := soakNode(ctx, logger)
+	node, listener, dir, err := demoNode(ctx, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +220,7 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 				}
 				next++
 				mu.Unlock()
-				req, err := soakRequest(base, i)
+				req, err := request(base, i)
 				if err != nil {
 					mu.Lock()
 					r.Errors++
@@ -254,9 +255,9 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 
 	// The last answer can reach its client a moment before the scheduler
 	// has counted its activation finished (a loaded machine stretches the
-	// moment): the counters must settle, within soakSettle.
+	// moment): the counters must settle, within settle.
 	residue := node.Pipeline().Counters().Residue()
-	for deadline := time.Now().Add(soakSettle); len(residue) != 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(settle); len(residue) != 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 		residue = node.Pipeline().Counters().Residue()
 	}
@@ -274,7 +275,7 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 		r.Violations = append(r.Violations, fmt.Sprintf("%d permits leaked", leaked))
 	}
 	// Goroutines wind down a moment after their connections close.
-	deadline := time.Now().Add(soakSettle)
+	deadline := time.Now().Add(settle)
 	for runtime.NumGoroutine() > r.Goroutines[0] && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -285,7 +286,7 @@ func Soak(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
 	return r, nil
 }
 
-// soakSettle bounds how long Soak waits, after the last answer, for the
+// settle bounds how long Run waits, after the last answer, for the
 // node's counters and goroutines to come back: a moment on an idle
 // machine, seconds on a loaded one; it waits no longer than they take.
-const soakSettle = time.Minute
+const settle = time.Minute
