@@ -3,6 +3,7 @@ module latent.dev/admission/cmd/latentd
 go 1.26.0
 
 require (
+	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	latent.dev/admission v0.0.0-00010101000000-000000000000
 	latent.dev/admission/edge v0.0.0-00010101000000-000000000000
@@ -19,6 +20,7 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/puzpuzpuz/xsync/v3 v3.5.1 // indirect
 	github.com/tetratelabs/wazero v1.12.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
