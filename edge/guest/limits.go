@@ -40,4 +40,39 @@ const (
 	// MaxTableEntries bounds the initial entries of a module's tables
 	// together (8 bytes of host memory each).
 	MaxTableEntries = 1 << 20
+	// MaxBrTableLabels bounds the labels of one br_table: wazero's compile
+	// time grows with their square.
+	MaxBrTableLabels = 10_000
+)
+
+// Module limits on the counts of the other sections. wazero's decoder
+// allocates for a vector's count before it reads an item, and every
+// instantiation allocates per global, table, element entry, segment and
+// import, outside any grant; the scanner holds every count to the
+// section's bytes and to these limits, which bound what one instance
+// costs the host (InstanceCeilingBytes).
+const (
+	// MaxTypes bounds the function types a module declares.
+	MaxTypes = 10_000
+	// MaxTypeValues bounds one function type's parameters and results
+	// together: wazero keeps a string key of every type for the node's
+	// life (see docs/latentd.md).
+	MaxTypeValues = 1_000
+	// MaxImports bounds a module's imports.
+	MaxImports = 1_000
+	// MaxTables bounds the tables a module defines.
+	MaxTables = 100
+	// MaxGlobals bounds the globals a module defines.
+	MaxGlobals = 10_000
+	// MaxExports bounds a module's exports.
+	MaxExports = 10_000
+	// MaxElementSegments bounds a module's element segments.
+	MaxElementSegments = 10_000
+	// MaxElementEntries bounds the entries of a module's element segments
+	// together: each becomes a function reference at every instantiation.
+	MaxElementEntries = 1 << 18
+	// MaxDataSegments bounds a module's data segments (and the count its
+	// data count section gives): Go's wasip1 output has many (28,611 in
+	// the repository's guest).
+	MaxDataSegments = 1 << 18
 )

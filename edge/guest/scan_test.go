@@ -77,6 +77,8 @@ func TestGoGuestsPassTheModuleLimitsWithRoom(t *testing.T) {
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}
+			t.Logf("%d types, %d imports, %d tables, %d globals, %d exports, %d element segments of %d entries, %d data segments, br_table of %d labels, %d custom sections",
+				s.Types, s.Imports, s.Tables, s.Globals, s.Exports, s.ElementSegments, s.ElementEntries, s.Data, s.MaxLabels, s.CustomSections)
 			t.Logf("%d bytes, %d functions, largest body %d bytes, %d locals, nesting %d, %d blocks in one function, %d table entries, block work %d, variable work %d",
 				len(m), s.Functions, s.MaxBodyBytes, s.MaxLocals, s.MaxNesting, s.MaxBlocks, s.TableEntries, s.BlockWork, s.VariableWork)
 			// Room: each measure at most half its limit.
@@ -93,6 +95,15 @@ func TestGoGuestsPassTheModuleLimitsWithRoom(t *testing.T) {
 				{"table entries", s.TableEntries, guest.MaxTableEntries},
 				{"block work", s.BlockWork, guest.MaxBlockWork},
 				{"variable work", s.VariableWork, guest.MaxVariableWork},
+				{"types", uint64(s.Types), guest.MaxTypes},
+				{"imports", uint64(s.Imports), guest.MaxImports},
+				{"tables", uint64(s.Tables), guest.MaxTables},
+				{"globals", uint64(s.Globals), guest.MaxGlobals},
+				{"exports", uint64(s.Exports), guest.MaxExports},
+				{"element segments", uint64(s.ElementSegments), guest.MaxElementSegments},
+				{"element entries", s.ElementEntries, guest.MaxElementEntries},
+				{"data segments", uint64(s.Data), guest.MaxDataSegments},
+				{"br_table labels", uint64(s.MaxLabels), guest.MaxBrTableLabels},
 			} {
 				if 2*c.measured > c.at {
 					t.Errorf("%s: %d, more than half the limit %d", c.what, c.measured, c.at)
@@ -144,8 +155,9 @@ func TestDeployRefusesModulesPastTheLimitsNamingTheLimit(t *testing.T) {
 		{name: "functions whose locals times nesting together pass the compile-work limit", want: guest.ErrVariableWork, mention: strconv.Itoa(guest.MaxVariableWork),
 			module: guestModule{bodies: variableHeavy}.bytes()},
 		{name: "parameters count as locals", want: guest.ErrTooManyLocals, mention: strconv.Itoa(guest.MaxLocals),
-			module: guestModule{types: [][]byte{concat([]byte{0x60}, uleb(guest.MaxLocals+1), repeat(guest.MaxLocals+1, 0x7f), []byte{0x00})},
-				typeOf: []byte{0x00, 0x01}, bodies: [][]byte{body(noLocals), body(noLocals)}}.bytes()},
+			module: guestModule{types: [][]byte{concat([]byte{0x60}, uleb(guest.MaxTypeValues), repeat(guest.MaxTypeValues, 0x7f), []byte{0x00})},
+				typeOf: []byte{0x00, 0x01}, bodies: [][]byte{body(noLocals),
+					body(concat([]byte{0x01}, uleb(guest.MaxLocals-guest.MaxTypeValues+1), []byte{0x7f}))}}.bytes()},
 		{name: "more locals than the limit", want: guest.ErrTooManyLocals, mention: strconv.Itoa(guest.MaxLocals),
 			module: guestModule{bodies: [][]byte{body(concat([]byte{0x01}, uleb(guest.MaxLocals+1), []byte{0x7f}))}}.bytes()},
 		{name: "local counts that would overflow 32 bits", want: guest.ErrTooManyLocals, mention: strconv.Itoa(guest.MaxLocals),
