@@ -122,8 +122,6 @@ func refusal(format string, args ...any) error {
 	return &refusedError{message: fmt.Sprintf(format, args...)}
 }
 
-
-
 // The call stacks of the node's cells (see stack.go).
 var (
 	// ErrStackMemory: the machine's memory cannot hold the worst-case call

@@ -82,3 +82,109 @@ func TestDeepRecursionOverLoopbackLeavesTheNodeServing(t *testing.T) {
 	}
 	rn.ledgerAtZero()
 }
+
+// uleb is v as unsigned LEB128.
+func uleb(v uint64) []byte {
+	var out []byte
+	for {
+		b := byte(v & 0x7f)
+		if v >>= 7; v == 0 {
+			return append(out, b)
+		}
+		out = append(out, b|0x80)
+	}
+}
+
+// bombSection is a section of any size.
+func bombSection(id byte, content ...[]byte) []byte {
+	var c []byte
+	for _, part := range content {
+		c = append(c, part...)
+	}
+	return append(append([]byte{id}, uleb(uint64(len(c)))...), c...)
+}
+
+// wasmHeader is the magic number and version every module starts with.
+var wasmHeader = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
+
+// countBomb is a module of a few dozen bytes whose section id announces
+// 2^32-1 items, the rest of it (prefix, then a few bytes of items) too
+// short to hold them: wazero's decoder makes a slice of the count before
+// it reads an item, which for most sections is tens of gigabytes.
+func countBomb(sections ...[]byte) []byte {
+	m := append([]byte{}, wasmHeader...)
+	for _, s := range sections {
+		m = append(m, s...)
+	}
+	return m
+}
+
+// most is 2^32-1, the largest count a module can encode.
+var most = uleb(1<<32 - 1)
+
+// oneType is a type section of one function type () -> ().
+var oneType = bombSection(1, []byte{0x01, 0x60, 0x00, 0x00})
+
+func TestSectionCountBombsAreRefusedAt422AndTheNodeServesOn(t *testing.T) {
+	rn := startRealGuestNode(t)
+	rn.deployGuests()
+	filler := []byte{0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}
+	for _, c := range []struct {
+		name, mention string
+		module        []byte
+	}{
+		{"types", "function types", countBomb(bombSection(1, most, filler))},
+		{"parameters of one type", "parameters and results", countBomb(bombSection(1, []byte{0x01, 0x60}, most, filler))},
+		{"imports", "imports", countBomb(bombSection(2, most, filler))},
+		{"an import's name", "not a valid WebAssembly module", countBomb(bombSection(2, []byte{0x01}, most, filler))},
+		{"functions", "functions", countBomb(oneType, bombSection(3, most, filler))},
+		{"tables", "tables", countBomb(bombSection(4, most, filler))},
+		{"memories", "memory", countBomb(bombSection(5, most, filler))},
+		{"globals", "globals", countBomb(bombSection(6, most, filler))},
+		{"exports", "exports", countBomb(bombSection(7, most, filler))},
+		{"an export's name", "not a valid WebAssembly module", countBomb(bombSection(7, []byte{0x01}, most, filler))},
+		{"element segments", "element segments", countBomb(bombSection(9, most, filler))},
+		{"entries of a passive element segment", "entries", countBomb(bombSection(9, []byte{0x01, 0x01, 0x00}, most, filler))},
+		{"entries of an active element segment", "entries", countBomb(bombSection(9, []byte{0x01, 0x00, 0x41, 0x00, 0x0b}, most, filler))},
+		{"expressions of an element segment", "entries", countBomb(bombSection(9, []byte{0x01, 0x05, 0x70}, most, filler))},
+		{"data count", "data segments", countBomb(bombSection(12, most))},
+		{"data segments", "data segments", countBomb(bombSection(11, most, filler))},
+		{"a data segment's bytes", "not a valid WebAssembly module", countBomb(bombSection(11, []byte{0x01, 0x01}, most, filler))},
+		{"code", "functions", countBomb(oneType, bombSection(10, most, filler))},
+		{"locals", "locals", countBomb(oneType, bombSection(3, []byte{0x01, 0x00}), bombSection(10, []byte{0x01, 0x10, 0x01}, most, []byte{0x7f}, filler[:9], []byte{0x0b}))},
+		{"labels of a br_table", "labels", countBomb(oneType, bombSection(3, []byte{0x01, 0x00}),
+			bombSection(10, []byte{0x01, 0x1a, 0x00, 0x41, 0x00, 0x0e}, most, filler, []byte{0x00, 0x0b}))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Logf("%d bytes", len(c.module))
+			digest := rn.putArtifact(c.module)
+			doc := `{"tenant":"acme","service":"bombs","routes":[` + realGuestRoute("r", digest) + `]}`
+			r := rn.do(http.MethodPut, "/v1/admin/deployments/acme/bombs", adminToken, []byte(doc))
+			if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), c.mention) {
+				t.Fatalf("deploy: %d %s, want 422 naming %q", r.status, r.body, c.mention)
+			}
+			// The node lives and serves.
+			if r := rn.do(http.MethodPost, "/v1/invoke/acme/guests/upper", aliceToken, []byte("still here")); r.status != http.StatusOK || string(r.body) != "STILL HERE" {
+				t.Fatalf("after the bomb: %d %s", r.status, r.body)
+			}
+		})
+	}
+	rn.ledgerAtZero()
+}
+
+// TestANameSectionBombIsNeverDecoded: custom sections, "name" among them,
+// never reach wazero's decoder, which would allocate for a name map's
+// count; a module carrying one deploys and runs as it would without it.
+func TestANameSectionBombIsNeverDecoded(t *testing.T) {
+	rn := startRealGuestNode(t)
+	nameBomb := append(wasmCommand(nil, false, 0x0b), bombSection(0, wasmName("name"), []byte{0x01}, uleb(6), most, []byte{0x00})...)
+	digest := rn.putArtifact(nameBomb)
+	doc := `{"tenant":"acme","service":"named","routes":[` + realGuestRoute("r", digest) + `]}`
+	if r := rn.do(http.MethodPut, "/v1/admin/deployments/acme/named", adminToken, []byte(doc)); r.status != http.StatusOK {
+		t.Fatalf("deploy: %d %s", r.status, r.body)
+	}
+	if r := rn.do(http.MethodPost, "/v1/invoke/acme/named/r", aliceToken, nil); r.status != http.StatusOK {
+		t.Fatalf("invoke: %d %s", r.status, r.body)
+	}
+	rn.ledgerAtZero()
+}
