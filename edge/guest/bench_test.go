@@ -2,6 +2,7 @@ package guest_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -110,12 +111,25 @@ func BenchmarkCompileAtTheLimits(b *testing.B) {
 	for i := range variableHeavy {
 		variableHeavy[i] = nestedLoops(256, 512)
 	}
+	// Functions of ifs in a row (each begins and ends a basic block), the
+	// costliest shape measured for the blocks-and-branches budget.
+	ifChains := make([][]byte, guest.MaxBlockWork/(guest.MaxBlocksPerFunction*guest.MaxBlocksPerFunction))
+	for i := range ifChains {
+		ifChains[i] = body(noLocals, repeat(guest.MaxBlocksPerFunction, 0x41, 0x00, 0x04, 0x40, 0x0b)...)
+	}
+	// br_tables at the label limit, as many as the label budget allows.
+	var tables []byte
+	for range guest.MaxLabelWork / (guest.MaxBrTableLabels * guest.MaxBrTableLabels) {
+		tables = concat(tables, []byte{0x41, 0x00, 0x0e}, uleb(guest.MaxBrTableLabels), repeat(guest.MaxBrTableLabels, 0x00), []byte{0x00})
+	}
 	for _, bc := range []struct {
 		name   string
 		module []byte
 	}{
 		{"module=go-uppercase", shared.goGuest},
 		{"module=blocks-squared-at-the-limit", guestModule{bodies: blockHeavy}.bytes()},
+		{"module=if-chains-squared-at-the-limit", guestModule{bodies: ifChains}.bytes()},
+		{"module=br_table-labels-squared-at-the-limit", startBody(concat([]byte{0x02, 0x40}, tables, []byte{0x0b})...).bytes()},
 		{"module=locals-times-nesting-at-the-limit", guestModule{bodies: variableHeavy}.bytes()},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
@@ -133,5 +147,42 @@ func BenchmarkCompileAtTheLimits(b *testing.B) {
 				_ = compiled.Close(ctx)
 			}
 		})
+	}
+}
+
+// brTableModule is a module whose _start is one br_table of labels
+// labels inside depth nested blocks, the labels spread over the blocks.
+func brTableModule(labels, depth int) []byte {
+	table := concat([]byte{0x41, 0x00, 0x0e}, uleb(uint64(labels)))
+	for i := range labels {
+		table = append(table, uleb(uint64(i%depth))...)
+	}
+	table = append(table, 0x00)
+	return startBody(concat(repeat(depth, 0x02, 0x40), table, repeat(depth, 0x0b))...).bytes()
+}
+
+// BenchmarkCompileBrTable is the compile-time curve of one br_table by
+// its labels, into one block and spread over 64 nested ones: wazero's
+// compile time grows faster than linearly with them, which
+// MaxBrTableLabels bounds.
+//
+//	cd edge && go test -run '^$' -bench CompileBrTable -benchtime 1x ./guest
+func BenchmarkCompileBrTable(b *testing.B) {
+	for _, depth := range []int{1, 64} {
+		for _, labels := range []int{1_000, 5_000, 10_000, 20_000, 50_000} {
+			b.Run(fmt.Sprintf("labels=%d/blocks=%d", labels, depth), func(b *testing.B) {
+				module := brTableModule(labels, depth)
+				ctx := experimental.WithCompilationWorkers(context.Background(), runtime.GOMAXPROCS(0))
+				r := wazero.NewRuntime(ctx)
+				defer r.Close(ctx)
+				for b.Loop() {
+					compiled, err := r.CompileModule(ctx, module)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_ = compiled.Close(ctx)
+				}
+			})
+		}
 	}
 }

@@ -61,10 +61,10 @@ var (
 	// function.
 	ErrBlockNesting = refusal("guest: module refused: blocks nest deeper than the limit of %d", MaxBlockNesting)
 	// ErrTooManyBlocks: a function has more than MaxBlocksPerFunction
-	// blocks, loops and ifs.
-	ErrTooManyBlocks = refusal("guest: module refused: a function has more than the limit of %d blocks", MaxBlocksPerFunction)
+	// blocks, loops, ifs, elses and branches.
+	ErrTooManyBlocks = refusal("guest: module refused: a function has more than the limit of %d blocks and branches", MaxBlocksPerFunction)
 	// ErrBlockWork: the module's functions together pass MaxBlockWork.
-	ErrBlockWork = refusal("guest: module refused: its functions' blocks pass the compile-work limit of %d (the sum of each function's blocks squared)", MaxBlockWork)
+	ErrBlockWork = refusal("guest: module refused: its functions' blocks and branches pass the compile-work limit of %d (the sum of each function's blocks and branches squared)", MaxBlockWork)
 	// ErrVariableWork: a function's locals times its nesting pass
 	// MaxFunctionVariableWork, or the module's sum passes MaxVariableWork.
 	ErrVariableWork = refusal("guest: module refused: locals times block nesting pass the compile-work limit of %d in a function or %d in the module", MaxFunctionVariableWork, MaxVariableWork)
@@ -82,6 +82,8 @@ var (
 	// ErrBrTableTooLarge: a br_table has more than MaxBrTableLabels
 	// labels.
 	ErrBrTableTooLarge = refusal("guest: module refused: a br_table has more than the limit of %d labels", MaxBrTableLabels)
+	// ErrLabelWork: the module's br_tables together pass MaxLabelWork.
+	ErrLabelWork = refusal("guest: module refused: its br_tables pass the compile-work limit of %d (the sum of each one's labels squared)", MaxLabelWork)
 	// ErrTooManyTypes: the module declares more than MaxTypes function
 	// types.
 	ErrTooManyTypes = refusal("guest: module refused: declares more than the limit of %d function types", MaxTypes)

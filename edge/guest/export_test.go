@@ -2,10 +2,10 @@ package guest
 
 // Shape is what the module scanner measured, for the tests.
 type Shape struct {
-	Functions, MaxBodyBytes, MaxNesting, MaxBlocks, MaxLabels        int
-	Types, Imports, Tables, Globals, Exports, ElementSegments, Data  int
-	MaxLocals, TableEntries, ElementEntries, BlockWork, VariableWork uint64
-	CustomSections                                                   int
+	Functions, MaxBodyBytes, MaxNesting, MaxBlocks, MaxLabels                   int
+	Types, Imports, Tables, Globals, Exports, ElementSegments, Data             int
+	MaxLocals, TableEntries, ElementEntries, BlockWork, VariableWork, LabelWork uint64
+	CustomSections                                                              int
 }
 
 // ScanModule runs the scanner that compile runs before wazero.
@@ -15,5 +15,5 @@ func ScanModule(binary []byte) (Shape, error) {
 		MaxLabels: s.maxLabels, Types: s.types, Imports: s.imports, Tables: s.tables, Globals: s.globals, Exports: s.exports,
 		ElementSegments: s.elementSegments, Data: s.dataSegments,
 		MaxLocals: s.maxLocals, TableEntries: s.tableEntries, ElementEntries: s.elementEntries, BlockWork: s.blockWork,
-		VariableWork: s.variableWork, CustomSections: len(s.customSections)}, err
+		VariableWork: s.variableWork, LabelWork: s.labelWork, CustomSections: len(s.customSections)}, err
 }

@@ -35,7 +35,8 @@ type moduleShape struct {
 	maxNesting      int    // deepest block, loop or if nesting in one function
 	maxBlocks       int    // most blocks, loops and ifs in one function
 	maxLabels       int    // most labels of one br_table
-	blockWork       uint64 // the sum over functions of blocks squared
+	blockWork       uint64 // the sum over functions of blocks and branches squared
+	labelWork       uint64 // the sum over br_tables of labels squared
 	variableWork    uint64 // the sum over functions of variables times nesting
 	tableEntries    uint64 // initial entries of every table the module defines
 	tableGrowth     bool   // some function has table.grow or table.fill

@@ -99,6 +99,13 @@ func scanBody(r *wasmReader, params uint64, shape *moduleShape) error {
 				return errMalformed
 			}
 		default:
+			if op == 0x05 || op == 0x0c || op == 0x0d || op == 0x0e { // else, br, br_if, br_table: each ends a basic block
+				blocks++
+				if blocks > MaxBlocksPerFunction {
+					return ErrTooManyBlocks
+				}
+				shape.maxBlocks = max(shape.maxBlocks, blocks)
+			}
 			if err := r.plainInstruction(op, shape); err != nil {
 				return err
 			}
@@ -122,6 +129,10 @@ func (r *wasmReader) plainInstruction(op byte, shape *moduleShape) error {
 			return err
 		}
 		shape.maxLabels = max(shape.maxLabels, int(n))
+		shape.labelWork += uint64(n) * uint64(n)
+		if shape.labelWork > MaxLabelWork {
+			return ErrLabelWork
+		}
 		for ; n > 0 && r.err == nil; n-- {
 			r.u32()
 		}

@@ -77,6 +77,7 @@ func TestGoGuestsPassTheModuleLimitsWithRoom(t *testing.T) {
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}
+			t.Logf("label work %d", s.LabelWork)
 			t.Logf("%d types, %d imports, %d tables, %d globals, %d exports, %d element segments of %d entries, %d data segments, br_table of %d labels, %d custom sections",
 				s.Types, s.Imports, s.Tables, s.Globals, s.Exports, s.ElementSegments, s.ElementEntries, s.Data, s.MaxLabels, s.CustomSections)
 			t.Logf("%d bytes, %d functions, largest body %d bytes, %d locals, nesting %d, %d blocks in one function, %d table entries, block work %d, variable work %d",
@@ -128,6 +129,11 @@ func TestDeployRefusesModulesPastTheLimitsNamingTheLimit(t *testing.T) {
 	for i := range variableHeavy {
 		variableHeavy[i] = nestedLoops(256, 512)
 	}
+	// br_tables at the label limit, one more than the label budget holds.
+	var labelHeavy []byte
+	for range guest.MaxLabelWork/(guest.MaxBrTableLabels*guest.MaxBrTableLabels) + 1 {
+		labelHeavy = concat(labelHeavy, brTable(guest.MaxBrTableLabels))
+	}
 	tooLarge := concat(returnModule, anySection(0, concat(name("padding"), make([]byte, guest.MaxModuleBytes))))
 	for _, tc := range []struct {
 		name    string
@@ -154,6 +160,14 @@ func TestDeployRefusesModulesPastTheLimitsNamingTheLimit(t *testing.T) {
 			module: guestModule{bodies: [][]byte{nestedLoops(257, 512)}}.bytes()},
 		{name: "functions whose locals times nesting together pass the compile-work limit", want: guest.ErrVariableWork, mention: strconv.Itoa(guest.MaxVariableWork),
 			module: guestModule{bodies: variableHeavy}.bytes()},
+		{name: "a br_table past the label limit", want: guest.ErrBrTableTooLarge, mention: strconv.Itoa(guest.MaxBrTableLabels),
+			module: startBody(concat([]byte{0x02, 0x40}, brTable(guest.MaxBrTableLabels+1), []byte{0x0b})...).bytes()},
+		{name: "br_tables whose labels together pass the compile-work limit", want: guest.ErrLabelWork, mention: strconv.Itoa(guest.MaxLabelWork),
+			module: startBody(concat([]byte{0x02, 0x40}, labelHeavy, []byte{0x0b})...).bytes()},
+		{name: "branches count as blocks", want: guest.ErrTooManyBlocks, mention: strconv.Itoa(guest.MaxBlocksPerFunction),
+			module: startBody(concat([]byte{0x02, 0x40}, repeat(guest.MaxBlocksPerFunction, 0x41, 0x00, 0x0d, 0x00), []byte{0x0b})...).bytes()},
+		{name: "elses count as blocks", want: guest.ErrTooManyBlocks, mention: strconv.Itoa(guest.MaxBlocksPerFunction),
+			module: startBody(repeat(guest.MaxBlocksPerFunction/2+1, 0x41, 0x00, 0x04, 0x40, 0x05, 0x0b)...).bytes()},
 		{name: "parameters count as locals", want: guest.ErrTooManyLocals, mention: strconv.Itoa(guest.MaxLocals),
 			module: guestModule{types: [][]byte{concat([]byte{0x60}, uleb(guest.MaxTypeValues), repeat(guest.MaxTypeValues, 0x7f), []byte{0x00})},
 				typeOf: []byte{0x00, 0x01}, bodies: [][]byte{body(noLocals),
@@ -203,6 +217,7 @@ func TestModulesAtTheLimitsPassTheScan(t *testing.T) {
 		"as many locals as the limit":       guestModule{bodies: [][]byte{body(concat([]byte{0x01}, uleb(guest.MaxLocals), []byte{0x7f}))}}.bytes(),
 		"locals times nesting at the limit": guestModule{bodies: [][]byte{nestedLoops(256, 512)}}.bytes(),
 		"tables that start at the limit":    guestModule{tables: oneTable(guest.MaxTableEntries), bodies: [][]byte{body(noLocals)}}.bytes(),
+		"a br_table at the label limit":     startBody(concat([]byte{0x02, 0x40}, brTable(guest.MaxBrTableLabels), []byte{0x0b})...).bytes(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := guest.ScanModule(m); err != nil {
@@ -236,5 +251,25 @@ func TestTheScannerRefusesWhatItCannotRead(t *testing.T) {
 				t.Fatal("the scanner passed it")
 			}
 		})
+	}
+}
+
+// brTable is i32.const 0 and a br_table of labels labels, every one and
+// the default to the enclosing block.
+func brTable(labels int) []byte {
+	return concat([]byte{0x41, 0x00, 0x0e}, uleb(uint64(labels)), repeat(labels, 0x00), []byte{0x00})
+}
+
+// TestABrTableAtTheLabelLimitDeploysAndRuns: the limit admits what it
+// says, through the compiler.
+func TestABrTableAtTheLabelLimitDeploysAndRuns(t *testing.T) {
+	m := startBody(concat([]byte{0x02, 0x40}, brTable(guest.MaxBrTableLabels), []byte{0x0b})...).bytes()
+	b, _ := ownBackend(t, guest.Config{}, m)
+	d := deployment("acme", "labels", map[string][]byte{"labels": m})
+	if err := b.Deploy(context.Background(), d); err != nil {
+		t.Fatalf("Deploy: %v", err)
+	}
+	if rep := runOn(t, b, d, ask{route: "labels", fuel: roomyFuel, memory: 1 << 20}); rep.Outcome != runner.Succeeded {
+		t.Fatalf("run: %+v", rep)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"latent.dev/admission/edge/guest"
 )
 
 // wasmCommand is a hand-assembled WASI command with one page of memory
@@ -185,6 +187,46 @@ func TestANameSectionBombIsNeverDecoded(t *testing.T) {
 	}
 	if r := rn.do(http.MethodPost, "/v1/invoke/acme/named/r", aliceToken, nil); r.status != http.StatusOK {
 		t.Fatalf("invoke: %d %s", r.status, r.body)
+	}
+	rn.ledgerAtZero()
+}
+
+// commandWithCode is a WASI command with one page of memory whose _start
+// (no locals) is code, which ends with end, of any size.
+func commandWithCode(code []byte) []byte {
+	exports := []byte{0x02}
+	exports = append(append(exports, wasmName("_start")...), 0x00, 0x00)
+	exports = append(append(exports, wasmName("memory")...), 0x02, 0x00)
+	body := append([]byte{0x00}, code...)
+	return countBomb(oneType, bombSection(3, []byte{0x01, 0x00}), bombSection(5, []byte{0x01, 0x00, 0x01}),
+		bombSection(7, exports), bombSection(10, []byte{0x01}, uleb(uint64(len(body))), body))
+}
+
+// brTableCode is a block holding one br_table of labels labels, all to
+// that block, then end.
+func brTableCode(labels int) []byte {
+	code := append([]byte{0x02, 0x40, 0x41, 0x00, 0x0e}, uleb(uint64(labels))...)
+	for range labels + 1 {
+		code = append(code, 0x00)
+	}
+	return append(code, 0x0b, 0x0b)
+}
+
+func TestABrTableAtTheLabelLimitDeploysAndOnePastItIsRefusedAt422(t *testing.T) {
+	rn := startRealGuestNode(t)
+	at := rn.putArtifact(commandWithCode(brTableCode(guest.MaxBrTableLabels)))
+	doc := `{"tenant":"acme","service":"labels","routes":[` + realGuestRoute("r", at) + `]}`
+	if r := rn.do(http.MethodPut, "/v1/admin/deployments/acme/labels", adminToken, []byte(doc)); r.status != http.StatusOK {
+		t.Fatalf("deploy at the limit: %d %s", r.status, r.body)
+	}
+	if r := rn.do(http.MethodPost, "/v1/invoke/acme/labels/r", aliceToken, nil); r.status != http.StatusOK {
+		t.Fatalf("invoke: %d %s", r.status, r.body)
+	}
+	past := rn.putArtifact(commandWithCode(brTableCode(guest.MaxBrTableLabels + 1)))
+	doc = `{"tenant":"acme","service":"labels","routes":[` + realGuestRoute("r", past) + `]}`
+	if r := rn.do(http.MethodPut, "/v1/admin/deployments/acme/labels", adminToken, []byte(doc)); r.status != http.StatusUnprocessableEntity ||
+		!strings.Contains(string(r.body), "labels") {
+		t.Fatalf("deploy past the limit: %d %s, want 422 naming the label limit", r.status, r.body)
 	}
 	rn.ledgerAtZero()
 }
