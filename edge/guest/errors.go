@@ -84,6 +84,10 @@ var (
 	ErrBrTableTooLarge = refusal("guest: module refused: a br_table has more than the limit of %d labels", MaxBrTableLabels)
 	// ErrLabelWork: the module's br_tables together pass MaxLabelWork.
 	ErrLabelWork = refusal("guest: module refused: its br_tables pass the compile-work limit of %d (the sum of each one's labels squared)", MaxLabelWork)
+	// ErrInstanceTooLarge: an instantiation of the module would allocate
+	// more than MaxInstanceBytes on the host (its tables, globals,
+	// element and data segments and imports together).
+	ErrInstanceTooLarge = refusal("guest: module refused: its instantiation would allocate more than the limit of %d bytes (tables, globals, element and data segments, imports)", MaxInstanceBytes)
 	// ErrTooManyTypes: the module declares more than MaxTypes function
 	// types.
 	ErrTooManyTypes = refusal("guest: module refused: declares more than the limit of %d function types", MaxTypes)
@@ -124,12 +128,13 @@ func refusal(format string, args ...any) error {
 	return &refusedError{message: fmt.Sprintf(format, args...)}
 }
 
-// The call stacks of the node's cells (see stack.go).
+// The call stacks and instances of the node's cells (see stack.go and
+// instance.go).
 var (
 	// ErrStackMemory: the machine's memory cannot hold the worst-case call
-	// stacks of as many guests as the cells run at once (cells times
-	// StackCeilingBytes).
-	ErrStackMemory = fmt.Errorf("guest: memory cannot hold a %d-byte call stack for every cell", StackCeilingBytes)
+	// stacks and instances of as many guests as the cells run at once
+	// (cells times PerCellHostBytes).
+	ErrStackMemory = fmt.Errorf("guest: memory cannot hold a %d-byte call stack and a %d-byte instance for every cell", StackCeilingBytes, InstanceCeilingBytes)
 )
 
 // ArtifactError is an error about one artifact: the digest (and, where a

@@ -73,9 +73,41 @@ const (
 	MaxElementSegments = 10_000
 	// MaxElementEntries bounds the entries of a module's element segments
 	// together: each becomes a function reference at every instantiation.
-	MaxElementEntries = 1 << 18
+	MaxElementEntries = 1 << 15
+	// MaxInstanceBytes bounds what an instantiation of the module
+	// allocates on the host, outside the grant, as the scanner estimates
+	// it from the counts above (see instanceBytes): the counts' own limits
+	// bound each section, this bounds them together.
+	MaxInstanceBytes = 8 << 20
 	// MaxDataSegments bounds a module's data segments (and the count its
 	// data count section gives): Go's wasip1 output has many (28,611 in
 	// the repository's guest).
 	MaxDataSegments = 1 << 18
 )
+
+// What an instantiation allocates on the host per item, in bytes, as
+// measured by TestEachLimitsCostAtTheLimit (wazero v1.12) and rounded
+// up: a table entry is a reference; a global an instance and its
+// initializer's evaluation; an element entry a function instance, a
+// reference and the evaluation; an element or data segment its instance
+// and, for an active one, its offset's evaluation; an import a function
+// instance and its resolution.
+const (
+	instanceBytesPerTableEntry     = 8
+	instanceBytesPerGlobal         = 128
+	instanceBytesPerElementEntry   = 96
+	instanceBytesPerElementSegment = 32
+	instanceBytesPerDataSegment    = 32
+	instanceBytesPerImport         = 128
+)
+
+// instanceBytes estimates what one instantiation of a module of shape
+// allocates on the host outside the grant (its linear memory aside).
+func instanceBytes(shape *moduleShape) uint64 {
+	return shape.tableEntries*instanceBytesPerTableEntry +
+		uint64(shape.globals)*instanceBytesPerGlobal +
+		shape.elementEntries*instanceBytesPerElementEntry +
+		uint64(shape.elementSegments)*instanceBytesPerElementSegment +
+		uint64(shape.dataSegments)*instanceBytesPerDataSegment +
+		uint64(shape.imports)*instanceBytesPerImport
+}

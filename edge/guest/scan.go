@@ -138,6 +138,8 @@ func scanModule(binary []byte) (moduleShape, error) {
 		return shape, ErrStartSection
 	case shape.nonFuncImport:
 		return shape, ErrNotCommand
+	case instanceBytes(&shape) > MaxInstanceBytes:
+		return shape, ErrInstanceTooLarge
 	}
 	return shape, nil
 }

@@ -1,6 +1,7 @@
 package latentd
 
 import (
+	"encoding/binary"
 	"net/http"
 	"strings"
 	"testing"
@@ -227,6 +228,82 @@ func TestABrTableAtTheLabelLimitDeploysAndOnePastItIsRefusedAt422(t *testing.T) 
 	if r := rn.do(http.MethodPut, "/v1/admin/deployments/acme/labels", adminToken, []byte(doc)); r.status != http.StatusUnprocessableEntity ||
 		!strings.Contains(string(r.body), "labels") {
 		t.Fatalf("deploy past the limit: %d %s, want 422 naming the label limit", r.status, r.body)
+	}
+	rn.ledgerAtZero()
+}
+
+// items is n copies of item, after their count.
+func items(n int, item ...byte) []byte {
+	out := uleb(uint64(n))
+	for range n {
+		out = append(out, item...)
+	}
+	return out
+}
+
+// heavyCommand is a WASI command with one page of memory and an empty
+// _start, with the sections given (id and content) placed in order
+// around its own.
+func heavyCommand(extra map[byte][]byte) []byte {
+	var imports uint64
+	if extra[2] != nil {
+		// Every import here is a function: _start comes after them.
+		imports, _ = binary.Uvarint(extra[2]) // LEB128
+	}
+	exports := append([]byte{0x02}, wasmName("_start")...)
+	exports = append(append(exports, 0x00), uleb(imports)...)
+	exports = append(append(exports, wasmName("memory")...), 0x02, 0x00)
+	types := []byte{0x02, 0x60, 0x00, 0x00, 0x60, 0x04, 0x7f, 0x7f, 0x7f, 0x7f, 0x01, 0x7f} // () -> (), fd_write's
+	sections := map[byte][]byte{1: types, 3: {0x01, 0x00}, 5: {0x01, 0x00, 0x01}, 7: exports, 10: {0x01, 0x02, 0x00, 0x0b}}
+	for id, content := range extra {
+		sections[id] = content
+	}
+	m := append([]byte{}, wasmHeader...)
+	for _, id := range []byte{1, 2, 3, 4, 5, 6, 7, 9, 12, 10, 11} {
+		if c, ok := sections[id]; ok {
+			m = append(m, bombSection(id, c)...)
+		}
+	}
+	return m
+}
+
+// TestTheReviewsHeavyModulesAreRefusedAt422: the modules of the review
+// whose instantiation took gigabytes and seconds outside the grant
+// (passive element entries, globals, element segments, imports), each
+// one past its limit, and a module within every count whose
+// instantiation together passes the instance budget, are refused at
+// deploy, naming the limit; the node serves on.
+func TestTheReviewsHeavyModulesAreRefusedAt422(t *testing.T) {
+	rn := startRealGuestNode(t)
+	rn.deployGuests()
+	fdWrite := append(append(wasmName("wasi_snapshot_preview1"), wasmName("fd_write")...), 0x00, 0x01)
+	for _, c := range []struct {
+		name, mention string
+		module        []byte
+	}{
+		{"a passive element segment past the entries limit", "entries",
+			heavyCommand(map[byte][]byte{9: append([]byte{0x01, 0x01, 0x00}, items(guest.MaxElementEntries+1, 0x00)...)})},
+		{"globals past the limit", "globals",
+			heavyCommand(map[byte][]byte{6: items(guest.MaxGlobals+1, 0x7e, 0x01, 0x42, 0x00, 0x0b)})},
+		{"element segments past the limit", "element segments",
+			heavyCommand(map[byte][]byte{9: items(guest.MaxElementSegments+1, 0x01, 0x00, 0x00)})},
+		{"imports past the limit", "imports",
+			heavyCommand(map[byte][]byte{2: items(guest.MaxImports+1, fdWrite...)})},
+		{"a table at its limit and globals at theirs: past the instance budget", "instantiation",
+			heavyCommand(map[byte][]byte{4: append([]byte{0x01, 0x70, 0x00}, uleb(guest.MaxTableEntries)...),
+				6: items(guest.MaxGlobals, 0x7e, 0x01, 0x42, 0x00, 0x0b)})},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			digest := rn.putArtifact(c.module)
+			doc := `{"tenant":"acme","service":"heavy","routes":[` + realGuestRoute("r", digest) + `]}`
+			r := rn.do(http.MethodPut, "/v1/admin/deployments/acme/heavy", adminToken, []byte(doc))
+			if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), c.mention) {
+				t.Fatalf("deploy: %d %s, want 422 naming %q", r.status, r.body, c.mention)
+			}
+			if r := rn.do(http.MethodPost, "/v1/invoke/acme/guests/upper", aliceToken, []byte("still here")); r.status != http.StatusOK {
+				t.Fatalf("after the refusal: %d %s", r.status, r.body)
+			}
+		})
 	}
 	rn.ledgerAtZero()
 }
