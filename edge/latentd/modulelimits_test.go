@@ -1,11 +1,20 @@
 package latentd
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
+	"errors"
+	"log/slog"
+	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"latent.dev/admission/catalog"
+	"latent.dev/admission/core"
 	"latent.dev/admission/edge/guest"
 )
 
@@ -304,6 +313,103 @@ func TestTheReviewsHeavyModulesAreRefusedAt422(t *testing.T) {
 				t.Fatalf("after the refusal: %d %s", r.status, r.body)
 			}
 		})
+	}
+	rn.ledgerAtZero()
+}
+
+// TestAStoredDeploymentTheLimitsRefuseLeavesTheNodeServing: a deployment
+// stored before the module limits refused its artifact does not stop the
+// node from starting: latentd logs it, naming the deployment and the
+// rule, serves the other deployments, and answers that one as not
+// available.
+func TestAStoredDeploymentTheLimitsRefuseLeavesTheNodeServing(t *testing.T) {
+	dir := t.TempDir()
+	artifacts, storeDir := filepath.Join(dir, "artifacts"), filepath.Join(dir, "catalog")
+	store, err := guest.OpenStore(artifacts, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, refused := commandWithCode([]byte{0x0b}), commandWithCode(brTableCode(guest.MaxBrTableLabels+1))
+	for _, m := range [][]byte{good, refused} {
+		if err := store.Put(guest.DigestOf(m), bytes.NewReader(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file, err := catalog.DecodeCatalogFile([]byte(`{"deployments":[
+		{"tenant":"acme","service":"good","routes":[`+realGuestRoute("r", guest.DigestOf(good).String())+`]},
+		{"tenant":"acme","service":"stale","routes":[`+realGuestRoute("r", guest.DigestOf(refused).String())+`]}]}`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := catalog.Create(storeDir, catalog.GenerousCapacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range file.Deployments {
+		if _, err := c.Deploy(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	p := testPolicy(t)
+	guests, err := NewWasmGuests(context.Background(), WasmConfig{ArtifactsDir: artifacts,
+		MaxResponseBytes: realGuestMaxResponse, MaxMemoryBytes: p.Node.BudgetCeiling.MemoryBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncBuffer{}
+	n, err := New(Config{Policy: p, Tokens: testTokens(t), Guests: guests, Load: loadFiles(""),
+		Logger: slog.New(slog.NewTextHandler(log, nil)), ShutdownGrace: 2 * time.Second, StoreDir: storeDir})
+	if err != nil {
+		_ = guests.Close(context.Background())
+		t.Fatalf("New with a stored deployment the limits refuse: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rn := &realGuestNode{t: t, node: n, url: "http://" + l.Addr().String(),
+		client: &http.Client{Transport: &http.Transport{}, Timeout: deployTestTimeout}}
+	served := make(chan error, 1)
+	go func() { served <- n.Serve(l) }()
+	defer func() {
+		rn.client.CloseIdleConnections()
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		if err := n.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+
+	log.mu.Lock()
+	logged := log.buf.String()
+	log.mu.Unlock()
+	if !strings.Contains(logged, "service=stale") || !strings.Contains(logged, "tenant=acme") || !strings.Contains(logged, "labels") {
+		t.Errorf("the log does not name the deployment and the rule:\n%s", logged)
+	}
+	if r := rn.do(http.MethodPost, "/v1/invoke/acme/good/r", aliceToken, nil); r.status != http.StatusOK {
+		t.Fatalf("the other deployment: %d %s", r.status, r.body)
+	}
+	for range 2 { // the same answer however often it is asked
+		r := rn.do(http.MethodPost, "/v1/invoke/acme/stale/r", aliceToken, nil)
+		if r.status != StatusFor(core.ErrRevisionNotAvailable) || !strings.Contains(string(r.body), string(core.ReasonRevisionNotAvailable)) {
+			t.Fatalf("the refused deployment: %d %s, want it not available", r.status, r.body)
+		}
+	}
+	// A redeploy of the pair with a module the limits admit makes it
+	// available again.
+	doc := `{"tenant":"acme","service":"stale","routes":[` + realGuestRoute("r", guest.DigestOf(good).String()) + `]}`
+	if r := rn.do(http.MethodPut, "/v1/admin/deployments/acme/stale", adminToken, []byte(doc)); r.status != http.StatusOK {
+		t.Fatalf("redeploy: %d %s", r.status, r.body)
+	}
+	if r := rn.do(http.MethodPost, "/v1/invoke/acme/stale/r", aliceToken, nil); r.status != http.StatusOK {
+		t.Fatalf("after the redeploy: %d %s", r.status, r.body)
 	}
 	rn.ledgerAtZero()
 }
