@@ -34,7 +34,11 @@ func compile(ctx context.Context, r wazero.Runtime, wasi map[string]api.Function
 		}
 		return nil, &ArtifactError{Digest: d, Err: err}
 	}
-	ctx = experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0))
+	// wazero checks ctx between functions only when it compiles on more
+	// than one worker: two at least, so that a deploy whose client has
+	// gone stops after the functions in hand (the module limits keep one
+	// function's compile short).
+	ctx = experimental.WithCompilationWorkers(ctx, max(2, runtime.GOMAXPROCS(0)))
 	compiled, err := r.CompileModule(ctx, withoutCustomSections(binary, &shape))
 	if err != nil {
 		return nil, &ArtifactError{Digest: d, Err: ErrInvalidModule, Cause: err}
