@@ -3,14 +3,20 @@ package guest_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
 
 	"latent.dev/admission/edge/guest"
 	"latent.dev/admission/node/cellpool"
+	"latent.dev/admission/node/pipeline"
 	"latent.dev/admission/node/runner"
 	"latent.dev/admission/node/runner/synthetic"
 	"latent.dev/admission/policy"
@@ -185,4 +191,88 @@ func BenchmarkCompileBrTable(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkAtTheLimits measures, for a module at each limit that bounds
+// an instantiation (and one spending the instance budget across every
+// section), what the acceptance asks of each: the deploy's time,
+// the heap the compiled module holds while deployed, and twelve
+// invocations at once with a 64 KiB grant and 100 ms of wall time (the
+// demonstration node's twelve cells): the peak rise of the process's
+// resident memory over them (sampled from /proc/self/statm) and the
+// slowest one's wall time.
+//
+//	cd edge && go test -run '^$' -bench AtTheLimits -benchtime 1x ./guest
+func BenchmarkAtTheLimits(b *testing.B) {
+	for _, c := range atTheLimits() {
+		b.Run("limit="+strings.ReplaceAll(c.name, " ", "-"), func(b *testing.B) {
+			for b.Loop() {
+				d := deployment("acme", "limits", map[string][]byte{"at": c.module})
+				backend, _ := ownBackend(b, guest.Config{}, c.module)
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				began := time.Now()
+				if err := backend.Deploy(context.Background(), d); err != nil {
+					b.Fatal(err)
+				}
+				deployed := time.Since(began)
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				n := newNodeWith(b, twelveCells(), d)
+				pipe, err := pipeline.New(n.provider, pipeline.Config{Backends: map[string]runner.Backend{"wasm": backend}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				runtime.GC()
+				baseline := residentBytes(b)
+				peak := baseline
+				stop := make(chan struct{})
+				sampled := make(chan struct{})
+				go func() {
+					defer close(sampled)
+					for {
+						peak = max(peak, residentBytes(b))
+						select {
+						case <-stop:
+							return
+						case <-time.After(200 * time.Microsecond):
+						}
+					}
+				}()
+				reports := make([]runner.Report, 12)
+				var wg sync.WaitGroup
+				for i := range reports {
+					req := n.request(b, "acme", "limits", ask{route: "at", fuel: 100_000_000, memory: 64 << 10, wall: 100 * time.Millisecond})
+					wg.Go(func() { reports[i], _ = pipe.Invoke(context.Background(), n.controller, req, nil) })
+				}
+				wg.Wait()
+				close(stop)
+				<-sampled
+				pipe.Drain()
+				var slowest time.Duration
+				for _, rep := range reports {
+					slowest = max(slowest, rep.Consumed.WallTime)
+				}
+				b.ReportMetric(float64(deployed.Milliseconds()), "deploy-ms")
+				b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/(1<<20), "held-MiB")
+				b.ReportMetric(float64(peak-baseline)/(1<<20), "rss-rise-12-MiB")
+				b.ReportMetric(float64(slowest.Microseconds())/1000, "slowest-ms")
+			}
+		})
+	}
+}
+
+// residentBytes is the process's resident memory, from /proc/self/statm.
+func residentBytes(b *testing.B) uint64 {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		b.Skipf("no /proc/self/statm: %v", err)
+	}
+	fields := strings.Fields(string(data))
+	pages, err := strconv.ParseUint(fields[1], 10, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pages * uint64(os.Getpagesize())
 }
