@@ -2,6 +2,7 @@ package guest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"latent.dev/admission/edge/guest"
 	"latent.dev/admission/node/pipeline"
 	"latent.dev/admission/node/runner"
+	"latent.dev/admission/node/scheduler"
 	"latent.dev/admission/policy"
 )
 
@@ -189,8 +191,11 @@ func TestEachLimitsCostAtTheLimit(t *testing.T) {
 			wg.Wait()
 			var slowest time.Duration
 			for i, rep := range reports {
-				switch rep.Outcome {
-				case runner.Succeeded, runner.FuelExhausted, runner.DeadlineExceeded:
+				switch {
+				case rep.Outcome == runner.Succeeded, rep.Outcome == runner.FuelExhausted, rep.Outcome == runner.DeadlineExceeded:
+				case errors.Is(errs[i], scheduler.ErrExpired):
+					// On a loaded machine its deadline passed while it waited for a
+					// cell: it ended by its deadline too.
 				default:
 					t.Errorf("one of twelve at once: %+v (%v)", rep, errs[i])
 				}
