@@ -1,12 +1,15 @@
 package guest
 
-// Module limits, checked by scanning the binary before wazero compiles it
-// (see scan.go). wazero's compile time grows faster than linearly with
-// the blocks in one function, and an instantiated table costs the host
-// memory no grant sees, so a deployment could otherwise stall the node
-// for minutes or take its memory. Each limit leaves room above what the
-// Go toolchain's wasip1 output needs (a small Go guest: 2.6 MB, 1,776
-// functions, block nesting 549); see docs/latentd.md for the figures.
+// Module limits, checked by scanning the binary before wazero decodes it
+// (see scan.go). wazero's decoder allocates for a count before it reads
+// the items, its compile time grows faster than linearly with the basic
+// blocks in one function and the labels of a br_table, and an instance's
+// tables, globals and segments cost the host memory no grant sees, so a
+// deployment could otherwise stall the node for minutes or take its
+// memory. Each limit leaves room above what the Go toolchain's wasip1
+// output needs (TestGoGuestsPassTheModuleLimitsWithRoom: the repository's
+// guest within half of each); see docs/latentd.md for the figures and
+// each limit's measured cost.
 const (
 	// MaxModuleBytes bounds a module's binary.
 	MaxModuleBytes = 32 << 20
