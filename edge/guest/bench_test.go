@@ -117,11 +117,14 @@ func BenchmarkCompileAtTheLimits(b *testing.B) {
 	for i := range variableHeavy {
 		variableHeavy[i] = nestedLoops(256, 512)
 	}
-	// Functions of ifs in a row (each begins and ends a basic block), the
-	// costliest shape measured for the blocks-and-branches budget.
+	// Functions of ifs in a row (each counts twice) and of br_ifs in a
+	// row, the costliest shapes measured for the blocks-and-branches
+	// budget.
 	ifChains := make([][]byte, guest.MaxBlockWork/(guest.MaxBlocksPerFunction*guest.MaxBlocksPerFunction))
+	brIfChains := make([][]byte, len(ifChains))
 	for i := range ifChains {
-		ifChains[i] = body(noLocals, repeat(guest.MaxBlocksPerFunction, 0x41, 0x00, 0x04, 0x40, 0x0b)...)
+		ifChains[i] = body(noLocals, repeat(guest.MaxBlocksPerFunction/2, 0x41, 0x00, 0x04, 0x40, 0x0b)...)
+		brIfChains[i] = body(noLocals, concat([]byte{0x02, 0x40}, repeat(guest.MaxBlocksPerFunction-1, 0x41, 0x00, 0x0d, 0x00), []byte{0x0b})...)
 	}
 	// br_tables at the label limit, as many as the label budget allows.
 	var tables []byte
@@ -135,6 +138,7 @@ func BenchmarkCompileAtTheLimits(b *testing.B) {
 		{"module=go-uppercase", shared.goGuest},
 		{"module=blocks-squared-at-the-limit", guestModule{bodies: blockHeavy}.bytes()},
 		{"module=if-chains-squared-at-the-limit", guestModule{bodies: ifChains}.bytes()},
+		{"module=br_if-chains-squared-at-the-limit", guestModule{bodies: brIfChains}.bytes()},
 		{"module=br_table-labels-squared-at-the-limit", startBody(concat([]byte{0x02, 0x40}, tables, []byte{0x0b})...).bytes()},
 		{"module=locals-times-nesting-at-the-limit", guestModule{bodies: variableHeavy}.bytes()},
 	} {

@@ -61,7 +61,7 @@ var (
 	// function.
 	ErrBlockNesting = refusal("guest: module refused: blocks nest deeper than the limit of %d", MaxBlockNesting)
 	// ErrTooManyBlocks: a function has more than MaxBlocksPerFunction
-	// blocks, loops, ifs, elses and branches.
+	// blocks, loops, ifs (counted twice), elses and branches.
 	ErrTooManyBlocks = refusal("guest: module refused: a function has more than the limit of %d blocks and branches", MaxBlocksPerFunction)
 	// ErrBlockWork: the module's functions together pass MaxBlockWork.
 	ErrBlockWork = refusal("guest: module refused: its functions' blocks and branches pass the compile-work limit of %d (the sum of each function's blocks and branches squared)", MaxBlockWork)

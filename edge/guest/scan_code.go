@@ -63,6 +63,10 @@ func scanBody(r *wasmReader, params uint64, shape *moduleShape) error {
 			}
 			depth++
 			blocks++
+			if op == 0x04 {
+				// An if begins two basic blocks: its arm and what follows.
+				blocks++
+			}
 			if depth > MaxBlockNesting {
 				return ErrBlockNesting
 			}
