@@ -184,8 +184,9 @@
 // CPU fuel is metered as execution time at Config.FuelPerMillisecond
 // (default [DefaultFuelPerMillisecond]: one unit per nanosecond), not
 // as an instruction count: wazero counts no instructions. The clock
-// starts when _start is called (instantiation is the node's cost) and
-// stops when it returns; the fuel burnt is charged to the meter then,
+// starts before the instance is made (instantiation is part of the
+// activation's cost, bounded by the module limits) and stops when
+// _start returns; the fuel burnt is charged to the meter then,
 // rounded up. A timer set at the first instant the guest would pass its
 // remaining fuel charges past the grant (the meter caps it at the grant
 // and records the refusal) and interrupts the guest. Caveat: this is
