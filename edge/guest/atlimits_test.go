@@ -137,6 +137,11 @@ func atTheLimits() []struct {
 		{"element entries, active", limitParts{tables: [][]byte{concat([]byte{0x70, 0x00}, uleb(guest.MaxElementEntries))},
 			elements: [][]byte{concat([]byte{0x00, 0x41, 0x00, 0x0b}, refFuncs(guest.MaxElementEntries, 0))}}.bytes()},
 		{"data segments", limitParts{dataCount: true, data: data}.bytes()},
+		{"module size", limitParts{dataCount: true, data: [][]byte{
+			// One passive segment of the rest of the bytes the size limit allows.
+			concat([]byte{0x01}, uleb(guest.MaxModuleBytes-256), make([]byte, guest.MaxModuleBytes-256)),
+		}}.bytes()},
+		{"functions", guestModule{bodies: times(guest.MaxFunctions, func(int) []byte { return body(noLocals) })}.bytes()},
 	}
 }
 
