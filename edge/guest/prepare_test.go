@@ -169,9 +169,10 @@ func TestAHeldReleaseRunsAcrossARedeployAndAnUndeploy(t *testing.T) {
 // half of it, where the expected is a small fraction).
 func TestACompileWhoseDeployEndedStopsEvenOnOneProcessor(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	functions := make([][]byte, guest.MaxBlockWork/(1024*1024))
+	functions := make([][]byte, guest.MaxBlockWork/(1024*1024)/2)
 	for i := range functions {
-		functions[i] = body(noLocals, repeat(1024, 0x41, 0x00, 0x04, 0x40, 0x0b)...) // 1,024 ifs in a row
+		// A block of 1,023 br_ifs in a row: 1,024 blocks and branches.
+		functions[i] = body(noLocals, concat([]byte{0x02, 0x40}, repeat(1023, 0x41, 0x00, 0x0d, 0x00), []byte{0x0b})...)
 	}
 	m := guestModule{bodies: functions}.bytes()
 	d := deployment("acme", "slow", map[string][]byte{"slow": m})
