@@ -201,6 +201,11 @@ func TestDeployRefusesModulesPastTheLimitsNamingTheLimit(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Deploy: %v, want %v", err, tc.want)
 			}
+			// Every limit and rule is a refusal latentd can tell from a
+			// module that is broken or not a command (see ErrModuleRefused).
+			if refused := tc.want != guest.ErrNotCommand; errors.Is(err, guest.ErrModuleRefused) != refused {
+				t.Fatalf("Deploy: %v; errors.Is(err, ErrModuleRefused) = %v, want %v", err, !refused, refused)
+			}
 			var ae *guest.ArtifactError
 			if !errors.As(err, &ae) || !strings.Contains(err.Error(), tc.mention) || !strings.Contains(err.Error(), guest.DigestOf(tc.module).String()) {
 				t.Fatalf("Deploy: %q, want an ArtifactError naming the digest and %q", err, tc.mention)
