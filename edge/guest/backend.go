@@ -246,8 +246,18 @@ func (b *Backend) execute(ctx context.Context, m *module, g *runner.Guest) (exit
 		WithSysNanotime().
 		WithNanosleep(sleepUntil(runCtx)).
 		WithRandSource(rand.Reader)
+	// Instantiating is part of the activation: its time burns the fuel,
+	// and wazero, which does not interrupt an instantiation, is not asked
+	// to run _start once the run's context has ended (the module limits
+	// keep an instantiation to milliseconds: see InstanceCeilingBytes).
+	fuel := startFuel(g.Meter, b.fuelRate, cancel)
 	inst, err := b.runtime.InstantiateModule(experimental.WithMemoryAllocator(runCtx, memory), m.compiled, cfg)
+	if err == nil && runCtx.Err() != nil {
+		fuel.stop()
+		return interrupted, inst.Close(context.WithoutCancel(ctx)) == nil
+	}
 	if err != nil {
+		fuel.stop()
 		switch {
 		case memory.refused || runCtx.Err() != nil:
 			return interrupted, true
@@ -259,7 +269,6 @@ func (b *Backend) execute(ctx context.Context, m *module, g *runner.Guest) (exit
 		// element segment out of bounds): the guest's fault.
 		return runner.Exit{Kind: runner.ExitTrapped}, true
 	}
-	fuel := startFuel(g.Meter, b.fuelRate, cancel)
 	_, err = inst.ExportedFunction("_start").Call(runCtx)
 	fuel.stop()
 	// Closing frees the memory, which hands it back to the meter.

@@ -20,7 +20,7 @@ import (
 )
 
 // ownBackend is a fresh backend over a fresh store holding artifacts.
-func ownBackend(t *testing.T, cfg guest.Config, artifacts ...[]byte) (*guest.Backend, *guest.Store) {
+func ownBackend(t testing.TB, cfg guest.Config, artifacts ...[]byte) (*guest.Backend, *guest.Store) {
 	t.Helper()
 	store, err := guest.OpenStore(t.TempDir(), 0)
 	if err != nil {

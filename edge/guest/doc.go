@@ -113,18 +113,39 @@
 //     and Go's wasip1 output never grows or fills one;
 //   - it has a start section ([ErrStartSection]), which would run inside
 //     instantiation, before fuel metering;
-//   - it passes a limit of limits.go: its size, its functions, a body's
-//     bytes, a function's locals (parameters included), block nesting,
-//     blocks in one function, the tables' initial entries, or the
-//     compile work, Σ blocks² and Σ locals × nesting over its functions
-//     (wazero's compile time grows with the square of the blocks in a
-//     function, and its SSA construction with locals times nesting).
+//   - it passes a limit of limits.go: its size; the count of every
+//     vector in it (types and their values, imports, functions, tables,
+//     globals, exports, element segments and their entries, data
+//     segments and the data count, a br_table's labels), each also held
+//     to the bytes of its section, since wazero's decoder allocates for a
+//     count before it reads an item; a body's bytes; a function's locals
+//     (parameters included); block nesting; blocks and branches in one
+//     function; the tables' initial entries; the compile work, Σ (blocks
+//     and branches)², Σ labels² and Σ locals × nesting (wazero's compile
+//     time grows with the square of a function's basic blocks and of a
+//     br_table's labels, and its SSA construction with locals times
+//     nesting); or what its instantiation allocates on the host, as
+//     estimated from the counts ([MaxInstanceBytes]).
+//
+// Custom sections, "name" among them, are never read: wazero gets the
+// module without them.
 //
 // The limits leave Go's wasip1 output room: a guest using net/http,
 // encoding/json and text/template measured 10.7 MB, 6,483 functions,
 // nesting 549, 984 blocks in one function, Σ blocks² 2.0·10^7 and Σ
-// locals × nesting 1.0·10^6; see docs/latentd.md for the table and
-// the compile times measured at the limits.
+// locals × nesting 1.0·10^6 (before branches counted as blocks); see
+// docs/latentd.md for the table and the costs measured at the limits.
+//
+// # The instance
+//
+// An instantiation runs outside wazero's reach of the context: it
+// allocates the tables' entries, the globals, a function reference for
+// each element entry, the data and element instances and the imports'
+// function instances, and wazero does not interrupt it. The scanner's
+// limits bound it to [MaxInstanceBytes] as estimated ([InstanceCeilingBytes]
+// as allocated, measured) and to milliseconds; the fuel clock runs from
+// before it, and _start is not called once the run's context ended
+// during it (the deadline or the fuel answers).
 //
 // # The call stack
 //
@@ -134,11 +155,12 @@
 // setting. Deep recursion therefore ends as a trap, but holds host
 // memory no grant sees: at most [StackCeilingBytes] (256 MiB) per
 // running guest, measured at 169 MB allocated in all. The node counts
-// it into its sizing instead of the grant: [CheckCallStacks] checks that
-// a number of cells (each runs one guest at a time) times the ceiling
-// fits in the memory available, and latentd refuses to start when it
-// does not ([HostMemoryBytes]: physical memory, the memory cgroup's
-// limit, GOMEMLIMIT).
+// it, with the instance's [InstanceCeilingBytes], into its sizing
+// instead of the grant: [CheckCallStacks] checks that a number of cells
+// (each runs one guest at a time) times [PerCellHostBytes] fits in the
+// memory available, and latentd refuses to start when it does not
+// ([HostMemoryBytes]: physical memory, the memory cgroup's limit,
+// GOMEMLIMIT).
 //
 // # Memory
 //
@@ -162,8 +184,9 @@
 // CPU fuel is metered as execution time at Config.FuelPerMillisecond
 // (default [DefaultFuelPerMillisecond]: one unit per nanosecond), not
 // as an instruction count: wazero counts no instructions. The clock
-// starts when _start is called (instantiation is the node's cost) and
-// stops when it returns; the fuel burnt is charged to the meter then,
+// starts before the instance is made (instantiation is part of the
+// activation's cost, bounded by the module limits) and stops when
+// _start returns; the fuel burnt is charged to the meter then,
 // rounded up. A timer set at the first instant the guest would pass its
 // remaining fuel charges past the grant (the meter caps it at the grant
 // and records the refusal) and interrupts the guest. Caveat: this is

@@ -45,45 +45,96 @@ var (
 // node answers them as it answers any module it cannot run (latentd:
 // 422).
 var (
+	// ErrModuleRefused: the module breaks one of the rules or limits
+	// below; every error of this block matches it with errors.Is.
+	ErrModuleRefused = errors.New("guest: module refused by the node's module limits")
 	// ErrModuleTooLarge: the binary is over MaxModuleBytes.
-	ErrModuleTooLarge = fmt.Errorf("guest: module refused: larger than the limit of %d bytes", MaxModuleBytes)
+	ErrModuleTooLarge = refusal("guest: module refused: larger than the limit of %d bytes", MaxModuleBytes)
 	// ErrTooManyFunctions: the module defines more than MaxFunctions
 	// functions.
-	ErrTooManyFunctions = fmt.Errorf("guest: module refused: defines more than the limit of %d functions", MaxFunctions)
+	ErrTooManyFunctions = refusal("guest: module refused: defines more than the limit of %d functions", MaxFunctions)
 	// ErrFunctionTooLarge: a function body is over MaxFunctionBytes.
-	ErrFunctionTooLarge = fmt.Errorf("guest: module refused: a function body is larger than the limit of %d bytes", MaxFunctionBytes)
+	ErrFunctionTooLarge = refusal("guest: module refused: a function body is larger than the limit of %d bytes", MaxFunctionBytes)
 	// ErrTooManyLocals: a function declares more than MaxLocals locals.
-	ErrTooManyLocals = fmt.Errorf("guest: module refused: a function declares more than the limit of %d locals", MaxLocals)
+	ErrTooManyLocals = refusal("guest: module refused: a function declares more than the limit of %d locals", MaxLocals)
 	// ErrBlockNesting: blocks nest deeper than MaxBlockNesting in a
 	// function.
-	ErrBlockNesting = fmt.Errorf("guest: module refused: blocks nest deeper than the limit of %d", MaxBlockNesting)
+	ErrBlockNesting = refusal("guest: module refused: blocks nest deeper than the limit of %d", MaxBlockNesting)
 	// ErrTooManyBlocks: a function has more than MaxBlocksPerFunction
-	// blocks, loops and ifs.
-	ErrTooManyBlocks = fmt.Errorf("guest: module refused: a function has more than the limit of %d blocks", MaxBlocksPerFunction)
+	// blocks, loops, ifs (counted twice), elses and branches.
+	ErrTooManyBlocks = refusal("guest: module refused: a function has more than the limit of %d blocks and branches", MaxBlocksPerFunction)
 	// ErrBlockWork: the module's functions together pass MaxBlockWork.
-	ErrBlockWork = fmt.Errorf("guest: module refused: its functions' blocks pass the compile-work limit of %d (the sum of each function's blocks squared)", MaxBlockWork)
+	ErrBlockWork = refusal("guest: module refused: its functions' blocks and branches pass the compile-work limit of %d (the sum of each function's blocks and branches squared)", MaxBlockWork)
 	// ErrVariableWork: a function's locals times its nesting pass
 	// MaxFunctionVariableWork, or the module's sum passes MaxVariableWork.
-	ErrVariableWork = fmt.Errorf("guest: module refused: locals times block nesting pass the compile-work limit of %d in a function or %d in the module", MaxFunctionVariableWork, MaxVariableWork)
+	ErrVariableWork = refusal("guest: module refused: locals times block nesting pass the compile-work limit of %d in a function or %d in the module", MaxFunctionVariableWork, MaxVariableWork)
 	// ErrTableTooLarge: the module's tables start with more than
 	// MaxTableEntries entries together.
-	ErrTableTooLarge = fmt.Errorf("guest: module refused: its tables start with more than the limit of %d entries", MaxTableEntries)
+	ErrTableTooLarge = refusal("guest: module refused: its tables start with more than the limit of %d entries", MaxTableEntries)
 	// ErrTableGrowth: the module's code can grow or fill a table at run
 	// time (table.grow, table.fill), which costs host memory no grant
 	// sees.
-	ErrTableGrowth = errors.New("guest: module refused: it can grow or fill a table at run time (table.grow, table.fill)")
+	ErrTableGrowth = refusal("guest: module refused: it can grow or fill a table at run time (table.grow, table.fill)")
 	// ErrStartSection: the module has a start section, which would run
 	// during instantiation, before fuel metering; a WASI command starts
 	// in _start.
-	ErrStartSection = errors.New("guest: module refused: it has a start section (a WASI command starts in _start)")
+	ErrStartSection = refusal("guest: module refused: it has a start section (a WASI command starts in _start)")
+	// ErrBrTableTooLarge: a br_table has more than MaxBrTableLabels
+	// labels.
+	ErrBrTableTooLarge = refusal("guest: module refused: a br_table has more than the limit of %d labels", MaxBrTableLabels)
+	// ErrLabelWork: the module's br_tables together pass MaxLabelWork.
+	ErrLabelWork = refusal("guest: module refused: its br_tables pass the compile-work limit of %d (the sum of each one's labels squared)", MaxLabelWork)
+	// ErrInstanceTooLarge: an instantiation of the module would allocate
+	// more than MaxInstanceBytes on the host (its tables, globals,
+	// element and data segments and imports together).
+	ErrInstanceTooLarge = refusal("guest: module refused: its instantiation would allocate more than the limit of %d bytes (tables, globals, element and data segments, imports)", MaxInstanceBytes)
+	// ErrTooManyTypes: the module declares more than MaxTypes function
+	// types.
+	ErrTooManyTypes = refusal("guest: module refused: declares more than the limit of %d function types", MaxTypes)
+	// ErrTypeTooLarge: a function type has more than MaxTypeValues
+	// parameters and results.
+	ErrTypeTooLarge = refusal("guest: module refused: a function type has more than the limit of %d parameters and results", MaxTypeValues)
+	// ErrTooManyImports: the module has more than MaxImports imports.
+	ErrTooManyImports = refusal("guest: module refused: has more than the limit of %d imports", MaxImports)
+	// ErrTooManyTables: the module defines more than MaxTables tables.
+	ErrTooManyTables = refusal("guest: module refused: defines more than the limit of %d tables", MaxTables)
+	// ErrTooManyMemories: the module defines more than one memory.
+	ErrTooManyMemories = refusal("guest: module refused: defines more than the limit of %d memory", 1)
+	// ErrTooManyGlobals: the module defines more than MaxGlobals globals.
+	ErrTooManyGlobals = refusal("guest: module refused: defines more than the limit of %d globals", MaxGlobals)
+	// ErrTooManyExports: the module has more than MaxExports exports.
+	ErrTooManyExports = refusal("guest: module refused: has more than the limit of %d exports", MaxExports)
+	// ErrTooManyElementSegments: the module has more than
+	// MaxElementSegments element segments.
+	ErrTooManyElementSegments = refusal("guest: module refused: has more than the limit of %d element segments", MaxElementSegments)
+	// ErrTooManyElementEntries: the module's element segments hold more
+	// than MaxElementEntries entries together.
+	ErrTooManyElementEntries = refusal("guest: module refused: its element segments hold more than the limit of %d entries", MaxElementEntries)
+	// ErrTooManyDataSegments: the module has (or its data count section
+	// announces) more than MaxDataSegments data segments.
+	ErrTooManyDataSegments = refusal("guest: module refused: has more than the limit of %d data segments", MaxDataSegments)
 )
 
-// The call stacks of the node's cells (see stack.go).
+// refusedError is an error of the block above: a fixed message that
+// matches ErrModuleRefused.
+type refusedError struct{ message string }
+
+func (e *refusedError) Error() string { return e.message }
+
+// Is makes every refusal match ErrModuleRefused.
+func (e *refusedError) Is(target error) bool { return target == ErrModuleRefused }
+
+func refusal(format string, args ...any) error {
+	return &refusedError{message: fmt.Sprintf(format, args...)}
+}
+
+// The call stacks and instances of the node's cells (see stack.go and
+// instance.go).
 var (
 	// ErrStackMemory: the machine's memory cannot hold the worst-case call
-	// stacks of as many guests as the cells run at once (cells times
-	// StackCeilingBytes).
-	ErrStackMemory = fmt.Errorf("guest: memory cannot hold a %d-byte call stack for every cell", StackCeilingBytes)
+	// stacks and instances of as many guests as the cells run at once
+	// (cells times PerCellHostBytes).
+	ErrStackMemory = fmt.Errorf("guest: memory cannot hold a %d-byte call stack and a %d-byte instance for every cell", StackCeilingBytes, InstanceCeilingBytes)
 )
 
 // ArtifactError is an error about one artifact: the digest (and, where a

@@ -2,13 +2,18 @@ package guest
 
 // Shape is what the module scanner measured, for the tests.
 type Shape struct {
-	Functions, MaxBodyBytes, MaxNesting, MaxBlocks   int
-	MaxLocals, TableEntries, BlockWork, VariableWork uint64
+	Functions, MaxBodyBytes, MaxNesting, MaxBlocks, MaxLabels                   int
+	Types, Imports, Tables, Globals, Exports, ElementSegments, Data             int
+	MaxLocals, TableEntries, ElementEntries, BlockWork, VariableWork, LabelWork uint64
+	CustomSections                                                              int
 }
 
 // ScanModule runs the scanner that compile runs before wazero.
 func ScanModule(binary []byte) (Shape, error) {
 	s, err := scanModule(binary)
 	return Shape{Functions: s.functions, MaxBodyBytes: s.maxBodyBytes, MaxNesting: s.maxNesting, MaxBlocks: s.maxBlocks,
-		MaxLocals: s.maxLocals, TableEntries: s.tableEntries, BlockWork: s.blockWork, VariableWork: s.variableWork}, err
+		MaxLabels: s.maxLabels, Types: s.types, Imports: s.imports, Tables: s.tables, Globals: s.globals, Exports: s.exports,
+		ElementSegments: s.elementSegments, Data: s.dataSegments,
+		MaxLocals: s.maxLocals, TableEntries: s.tableEntries, ElementEntries: s.elementEntries, BlockWork: s.blockWork,
+		VariableWork: s.variableWork, LabelWork: s.labelWork, CustomSections: len(s.customSections)}, err
 }

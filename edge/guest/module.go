@@ -27,14 +27,19 @@ type module struct {
 // this runtime can instantiate. It is the only place code is
 // compiled: at deploy or load, never at admission or run.
 func compile(ctx context.Context, r wazero.Runtime, wasi map[string]api.FunctionDefinition, d Digest, binary []byte) (*module, error) {
-	if _, err := scanModule(binary); err != nil {
+	shape, err := scanModule(binary)
+	if err != nil {
 		if err == errMalformed {
 			return nil, &ArtifactError{Digest: d, Err: ErrInvalidModule, Cause: err}
 		}
 		return nil, &ArtifactError{Digest: d, Err: err}
 	}
-	ctx = experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0))
-	compiled, err := r.CompileModule(ctx, binary)
+	// wazero checks ctx between functions only when it compiles on more
+	// than one worker: two at least, so that a deploy whose client has
+	// gone stops after the functions in hand (the module limits keep one
+	// function's compile short).
+	ctx = experimental.WithCompilationWorkers(ctx, max(2, runtime.GOMAXPROCS(0)))
+	compiled, err := r.CompileModule(ctx, withoutCustomSections(binary, &shape))
 	if err != nil {
 		return nil, &ArtifactError{Digest: d, Err: ErrInvalidModule, Cause: err}
 	}

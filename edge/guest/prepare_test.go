@@ -3,6 +3,7 @@ package guest_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -156,5 +157,44 @@ func TestAHeldReleaseRunsAcrossARedeployAndAnUndeploy(t *testing.T) {
 	}
 	if rep := runOn(t, b, d, a); rep.Outcome != runner.PlatformFailure {
 		t.Fatalf("release 1 with no hold and no deployment: %+v", rep)
+	}
+}
+
+// TestACompileWhoseDeployEndedStopsEvenOnOneProcessor: wazero checks the
+// context between functions only when it compiles on more than one
+// worker, so the backend uses two at least, however many processors Go
+// runs on. With GOMAXPROCS at 1, a deploy of many functions that each
+// take a while to compile, whose context ends early, returns long before
+// the compile would have ended (measured in the same test: the bound is
+// half of it, where the expected is a small fraction).
+func TestACompileWhoseDeployEndedStopsEvenOnOneProcessor(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	functions := make([][]byte, guest.MaxBlockWork/(1024*1024)/2)
+	for i := range functions {
+		// A block of 1,023 br_ifs in a row: 1,024 blocks and branches.
+		functions[i] = body(noLocals, concat([]byte{0x02, 0x40}, repeat(1023, 0x41, 0x00, 0x0d, 0x00), []byte{0x0b})...)
+	}
+	m := guestModule{bodies: functions}.bytes()
+	d := deployment("acme", "slow", map[string][]byte{"slow": m})
+	b, _ := ownBackend(t, guest.Config{}, m)
+	began := time.Now()
+	if err := b.Deploy(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	whole := time.Since(began)
+	b.Undeploy("acme", "slow")
+
+	abandoned, _ := ownBackend(t, guest.Config{}, m)
+	ctx, cancel := context.WithTimeout(context.Background(), whole/20)
+	defer cancel()
+	began = time.Now()
+	_, err := abandoned.Prepare(ctx, d)
+	took := time.Since(began)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Prepare: %v, want the context's deadline", err)
+	}
+	t.Logf("the whole compile: %v; abandoned at %v, Prepare returned after %v", whole, whole/20, took)
+	if took > whole/2 {
+		t.Fatalf("Prepare returned after %v, the whole compile took %v: the compile did not stop", took, whole)
 	}
 }

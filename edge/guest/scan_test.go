@@ -77,6 +77,9 @@ func TestGoGuestsPassTheModuleLimitsWithRoom(t *testing.T) {
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}
+			t.Logf("label work %d", s.LabelWork)
+			t.Logf("%d types, %d imports, %d tables, %d globals, %d exports, %d element segments of %d entries, %d data segments, br_table of %d labels, %d custom sections",
+				s.Types, s.Imports, s.Tables, s.Globals, s.Exports, s.ElementSegments, s.ElementEntries, s.Data, s.MaxLabels, s.CustomSections)
 			t.Logf("%d bytes, %d functions, largest body %d bytes, %d locals, nesting %d, %d blocks in one function, %d table entries, block work %d, variable work %d",
 				len(m), s.Functions, s.MaxBodyBytes, s.MaxLocals, s.MaxNesting, s.MaxBlocks, s.TableEntries, s.BlockWork, s.VariableWork)
 			// Room: each measure at most half its limit.
@@ -93,6 +96,15 @@ func TestGoGuestsPassTheModuleLimitsWithRoom(t *testing.T) {
 				{"table entries", s.TableEntries, guest.MaxTableEntries},
 				{"block work", s.BlockWork, guest.MaxBlockWork},
 				{"variable work", s.VariableWork, guest.MaxVariableWork},
+				{"types", uint64(s.Types), guest.MaxTypes},
+				{"imports", uint64(s.Imports), guest.MaxImports},
+				{"tables", uint64(s.Tables), guest.MaxTables},
+				{"globals", uint64(s.Globals), guest.MaxGlobals},
+				{"exports", uint64(s.Exports), guest.MaxExports},
+				{"element segments", uint64(s.ElementSegments), guest.MaxElementSegments},
+				{"element entries", s.ElementEntries, guest.MaxElementEntries},
+				{"data segments", uint64(s.Data), guest.MaxDataSegments},
+				{"br_table labels", uint64(s.MaxLabels), guest.MaxBrTableLabels},
 			} {
 				if 2*c.measured > c.at {
 					t.Errorf("%s: %d, more than half the limit %d", c.what, c.measured, c.at)
@@ -116,6 +128,11 @@ func TestDeployRefusesModulesPastTheLimitsNamingTheLimit(t *testing.T) {
 	variableHeavy := make([][]byte, guest.MaxVariableWork/(256*512)+1)
 	for i := range variableHeavy {
 		variableHeavy[i] = nestedLoops(256, 512)
+	}
+	// br_tables at the label limit, one more than the label budget holds.
+	var labelHeavy []byte
+	for range guest.MaxLabelWork/(guest.MaxBrTableLabels*guest.MaxBrTableLabels) + 1 {
+		labelHeavy = concat(labelHeavy, brTable(guest.MaxBrTableLabels))
 	}
 	tooLarge := concat(returnModule, anySection(0, concat(name("padding"), make([]byte, guest.MaxModuleBytes))))
 	for _, tc := range []struct {
@@ -143,9 +160,20 @@ func TestDeployRefusesModulesPastTheLimitsNamingTheLimit(t *testing.T) {
 			module: guestModule{bodies: [][]byte{nestedLoops(257, 512)}}.bytes()},
 		{name: "functions whose locals times nesting together pass the compile-work limit", want: guest.ErrVariableWork, mention: strconv.Itoa(guest.MaxVariableWork),
 			module: guestModule{bodies: variableHeavy}.bytes()},
+		{name: "a br_table past the label limit", want: guest.ErrBrTableTooLarge, mention: strconv.Itoa(guest.MaxBrTableLabels),
+			module: startBody(concat([]byte{0x02, 0x40}, brTable(guest.MaxBrTableLabels+1), []byte{0x0b})...).bytes()},
+		{name: "br_tables whose labels together pass the compile-work limit", want: guest.ErrLabelWork, mention: strconv.Itoa(guest.MaxLabelWork),
+			module: startBody(concat([]byte{0x02, 0x40}, labelHeavy, []byte{0x0b})...).bytes()},
+		{name: "branches count as blocks", want: guest.ErrTooManyBlocks, mention: strconv.Itoa(guest.MaxBlocksPerFunction),
+			module: startBody(concat([]byte{0x02, 0x40}, repeat(guest.MaxBlocksPerFunction, 0x41, 0x00, 0x0d, 0x00), []byte{0x0b})...).bytes()},
+		{name: "elses count as blocks", want: guest.ErrTooManyBlocks, mention: strconv.Itoa(guest.MaxBlocksPerFunction),
+			module: startBody(repeat(guest.MaxBlocksPerFunction/2, 0x41, 0x00, 0x04, 0x40, 0x05, 0x0b)...).bytes()},
+		{name: "an if counts twice", want: guest.ErrTooManyBlocks, mention: strconv.Itoa(guest.MaxBlocksPerFunction),
+			module: startBody(repeat(guest.MaxBlocksPerFunction/2+1, 0x41, 0x00, 0x04, 0x40, 0x0b)...).bytes()},
 		{name: "parameters count as locals", want: guest.ErrTooManyLocals, mention: strconv.Itoa(guest.MaxLocals),
-			module: guestModule{types: [][]byte{concat([]byte{0x60}, uleb(guest.MaxLocals+1), repeat(guest.MaxLocals+1, 0x7f), []byte{0x00})},
-				typeOf: []byte{0x00, 0x01}, bodies: [][]byte{body(noLocals), body(noLocals)}}.bytes()},
+			module: guestModule{types: [][]byte{concat([]byte{0x60}, uleb(guest.MaxTypeValues), repeat(guest.MaxTypeValues, 0x7f), []byte{0x00})},
+				typeOf: []byte{0x00, 0x01}, bodies: [][]byte{body(noLocals),
+					body(concat([]byte{0x01}, uleb(guest.MaxLocals-guest.MaxTypeValues+1), []byte{0x7f}))}}.bytes()},
 		{name: "more locals than the limit", want: guest.ErrTooManyLocals, mention: strconv.Itoa(guest.MaxLocals),
 			module: guestModule{bodies: [][]byte{body(concat([]byte{0x01}, uleb(guest.MaxLocals+1), []byte{0x7f}))}}.bytes()},
 		{name: "local counts that would overflow 32 bits", want: guest.ErrTooManyLocals, mention: strconv.Itoa(guest.MaxLocals),
@@ -173,6 +201,11 @@ func TestDeployRefusesModulesPastTheLimitsNamingTheLimit(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Deploy: %v, want %v", err, tc.want)
 			}
+			// Every limit and rule is a refusal latentd can tell from a
+			// module that is broken or not a command (see ErrModuleRefused).
+			if refused := tc.want != guest.ErrNotCommand; errors.Is(err, guest.ErrModuleRefused) != refused {
+				t.Fatalf("Deploy: %v; errors.Is(err, ErrModuleRefused) = %v, want %v", err, !refused, refused)
+			}
 			var ae *guest.ArtifactError
 			if !errors.As(err, &ae) || !strings.Contains(err.Error(), tc.mention) || !strings.Contains(err.Error(), guest.DigestOf(tc.module).String()) {
 				t.Fatalf("Deploy: %q, want an ArtifactError naming the digest and %q", err, tc.mention)
@@ -191,6 +224,7 @@ func TestModulesAtTheLimitsPassTheScan(t *testing.T) {
 		"as many locals as the limit":       guestModule{bodies: [][]byte{body(concat([]byte{0x01}, uleb(guest.MaxLocals), []byte{0x7f}))}}.bytes(),
 		"locals times nesting at the limit": guestModule{bodies: [][]byte{nestedLoops(256, 512)}}.bytes(),
 		"tables that start at the limit":    guestModule{tables: oneTable(guest.MaxTableEntries), bodies: [][]byte{body(noLocals)}}.bytes(),
+		"a br_table at the label limit":     startBody(concat([]byte{0x02, 0x40}, brTable(guest.MaxBrTableLabels), []byte{0x0b})...).bytes(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := guest.ScanModule(m); err != nil {
@@ -224,5 +258,25 @@ func TestTheScannerRefusesWhatItCannotRead(t *testing.T) {
 				t.Fatal("the scanner passed it")
 			}
 		})
+	}
+}
+
+// brTable is i32.const 0 and a br_table of labels labels, every one and
+// the default to the enclosing block.
+func brTable(labels int) []byte {
+	return concat([]byte{0x41, 0x00, 0x0e}, uleb(uint64(labels)), repeat(labels, 0x00), []byte{0x00})
+}
+
+// TestABrTableAtTheLabelLimitDeploysAndRuns: the limit admits what it
+// says, through the compiler.
+func TestABrTableAtTheLabelLimitDeploysAndRuns(t *testing.T) {
+	m := startBody(concat([]byte{0x02, 0x40}, brTable(guest.MaxBrTableLabels), []byte{0x0b})...).bytes()
+	b, _ := ownBackend(t, guest.Config{}, m)
+	d := deployment("acme", "labels", map[string][]byte{"labels": m})
+	if err := b.Deploy(context.Background(), d); err != nil {
+		t.Fatalf("Deploy: %v", err)
+	}
+	if rep := runOn(t, b, d, ask{route: "labels", fuel: roomyFuel, memory: 1 << 20}); rep.Outcome != runner.Succeeded {
+		t.Fatalf("run: %+v", rep)
 	}
 }

@@ -28,14 +28,19 @@ import (
 // one frame of up to 56 MiB.
 const StackCeilingBytes = 256 << 20
 
+// PerCellHostBytes is the host memory that no grant sees and that one
+// cell's guest can take at worst: its call stack (StackCeilingBytes) and
+// its instance (InstanceCeilingBytes).
+const PerCellHostBytes = StackCeilingBytes + InstanceCeilingBytes
+
 // CheckCallStacks reports whether available bytes of memory hold the
-// worst-case call stacks of cells guests running at once: cells ·
-// StackCeilingBytes ≤ available. latentd calls it at start with the sum
-// of its cell classes' parallelism and [HostMemoryBytes], and refuses to
-// start on ErrStackMemory. The guests' linear memory is not counted here:
-// admission charges it to the grants.
+// worst-case call stacks and instances of cells guests running at once:
+// cells · PerCellHostBytes ≤ available. latentd calls it at start with
+// the sum of its cell classes' parallelism and [HostMemoryBytes], and
+// refuses to start on ErrStackMemory. The guests' linear memory is not
+// counted here: admission charges it to the grants.
 func CheckCallStacks(cells, available uint64) error {
-	hi, need := bits.Mul64(cells, StackCeilingBytes)
+	hi, need := bits.Mul64(cells, PerCellHostBytes)
 	if hi != 0 || need > available {
 		return ErrStackMemory
 	}

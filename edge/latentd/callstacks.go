@@ -8,8 +8,9 @@ import (
 )
 
 // checkCallStacks refuses a node whose memory cannot hold a guest's
-// worst-case call stack (guest.StackCeilingBytes, which no grant sees)
-// on every cell at once: the cell classes' parallelism added up.
+// worst-case call stack and instance (guest.PerCellHostBytes, which no
+// grant sees) on every cell at once: the cell classes' parallelism added
+// up.
 func checkCallStacks(p *policy.NodeAdmissionPolicy) error {
 	var cells uint64
 	for _, c := range p.CellClasses {
@@ -17,8 +18,8 @@ func checkCallStacks(p *policy.NodeAdmissionPolicy) error {
 	}
 	available := guest.HostMemoryBytes()
 	if err := guest.CheckCallStacks(cells, available); err != nil {
-		return fmt.Errorf("latentd: %d cells need %d MiB each for guests' call stacks, more than the %d MiB this process may use: %w",
-			cells, guest.StackCeilingBytes>>20, available>>20, err)
+		return fmt.Errorf("latentd: %d cells need %d MiB each for guests' call stacks and instances, more than the %d MiB this process may use: %w",
+			cells, guest.PerCellHostBytes>>20, available>>20, err)
 	}
 	return nil
 }

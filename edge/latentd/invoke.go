@@ -103,6 +103,12 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	// delete between resolving and holding leaves nothing to hold: the
 	// caller retries against the new generation.
 	done, held := n.cfg.Guests.Hold(rev.Tenant, rev.Service, rev.Release)
+	if !held && n.unavailable[releaseKey{rev.Tenant, rev.Service, rev.Release}] {
+		// A stored deployment the module limits refused at start (logged
+		// then): not available, however often the caller retries.
+		n.reject(w, core.ErrRevisionNotAvailable)
+		return
+	}
 	if !held {
 		w.Header().Set("Retry-After", strconv.FormatUint(uint64(DefaultRetryAfterSeconds), 10))
 		edgeError(w, http.StatusServiceUnavailable, edgeErrorBody{Error: "the deployment changed while the request was resolved; retry it"})

@@ -16,6 +16,7 @@ import (
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
+	"latent.dev/admission/edge/guest"
 	"latent.dev/admission/edge/metrics"
 	"latent.dev/admission/node/loadsampler"
 	"latent.dev/admission/node/pipeline"
@@ -69,7 +70,15 @@ type Node struct {
 	conns *connLimiter
 	// serverLog takes the HTTP server's own log lines (serverlog.go).
 	serverLog *serverLog
+	// unavailable holds the releases of the stored deployments that the
+	// module limits refused at start (see prepareAll): they are answered
+	// as not available. Written by New before the node serves, only read
+	// after.
+	unavailable map[releaseKey]bool
 }
+
+// releaseKey names one release of one deployment.
+type releaseKey struct{ tenant, service, release string }
 
 // answerAfterInterrupt is how long Shutdown waits, once it has
 // interrupted the guests, for their handlers to answer.
@@ -246,7 +255,10 @@ func openCatalog(cfg Config) (*catalog.Catalog, error) {
 	return c, nil
 }
 
-// prepareAll hands every deployment pin holds to the guest runtime.
+// prepareAll hands every deployment pin holds to the guest runtime. A
+// deployment whose artifact the module limits refuse (guest's
+// ErrModuleRefused) is logged, naming it and the rule, and left out: its
+// releases are unavailable. Any other failure fails the start.
 func (n *Node) prepareAll(pin *catalog.Pin) error {
 	for _, key := range pin.Deployments() {
 		d, _, ok := pin.Deployment(key.Tenant, key.Service)
@@ -254,6 +266,22 @@ func (n *Node) prepareAll(pin *catalog.Pin) error {
 			continue
 		}
 		p, err := n.cfg.Guests.Prepare(context.Background(), d)
+		if errors.Is(err, guest.ErrModuleRefused) {
+			// Stored before the node's module limits refused it: the node
+			// serves everything else, and this deployment's releases are
+			// answered as not available until it is redeployed.
+			n.cfg.Logger.Error("latentd: stored deployment not available: a module limit refuses its artifact",
+				"tenant", key.Tenant, "service", key.Service, "error", err.Error())
+			if n.unavailable == nil {
+				n.unavailable = map[releaseKey]bool{}
+			}
+			for _, route := range d.Routes {
+				for _, rev := range route.Revisions {
+					n.unavailable[releaseKey{key.Tenant, key.Service, catalog.ReleaseID(rev.Release)}] = true
+				}
+			}
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("latentd: deployment %s/%s: %w", key.Tenant, key.Service, err)
 		}
