@@ -1,5 +1,7 @@
 package catalog
 
+import "time"
+
 // compaction is a rewrite of the store that runs in its own goroutine, so
 // that writers never wait for a time that grows with the catalog: it
 // writes a snapshot of the view it started from to a temporary file
@@ -20,6 +22,11 @@ type compaction struct {
 	abandoned bool
 	// pending is the transactions appended since snapshot, in order.
 	pending []pendingTransaction
+
+	// Set by the goroutine before done closes, for benchmarks: whether it
+	// swapped the files, and how long it held the catalog's mutex.
+	swapped bool
+	locked  time.Duration
 }
 
 // pendingTransaction is a transaction appended during a compaction, kept
@@ -103,7 +110,11 @@ func (c *Catalog) compact(comp *compaction) {
 		}
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	lockedAt := time.Now()
+	defer func() {
+		comp.locked = time.Since(lockedAt)
+		c.mu.Unlock()
+	}()
 	s.compaction = nil
 	discard := func() {
 		if f != nil {
@@ -143,4 +154,5 @@ func (c *Catalog) compact(comp *compaction) {
 		return
 	}
 	s.file, s.end, s.chain = f, end, chain
+	comp.swapped = true
 }
