@@ -148,9 +148,10 @@
 //   - Write, then publish. A change is appended (or the store rewritten)
 //     and fsynced before any pin shows it; a change whose write failed is
 //     never published, and the next successful write rewrites the file
-//     from the published view. [Open] fsyncs the file and the directory
-//     before it serves a view, and [Create] every directory it made, so a
-//     power loss never takes back something a pin served.
+//     from the published view. [Open] fsyncs the file, the directory and
+//     every directory above it before it serves a view, and [Create] every
+//     directory on the path to the store, whether it made it or found it,
+//     so a power loss never takes back something a pin served.
 //   - Generations are never reused for other content: every commit
 //     records the highest generation handed out, a reopened catalog goes
 //     on above it, and an encode failure (nothing written) spends none.

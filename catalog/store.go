@@ -137,8 +137,8 @@ func newStore(fsys fileSystem, dir string, lock io.Closer) *store {
 // fails with [ErrStoreExists] if dir already holds a store, and with
 // [ErrStoreInUse] if another open catalog holds dir: of two concurrent
 // creators exactly one succeeds, and the other gets one of those two.
-// When it returns, the store, and every directory it made on the way to
-// dir, are durable.
+// When it returns, the store and every directory entry on the path to it
+// are durable, whether Create made dir or found it.
 func Create(dir string, capacity Capacity) (*Catalog, error) {
 	return create(osFS{}, dir, capacity)
 }
@@ -183,8 +183,8 @@ func create(fsys fileSystem, dir string, capacity Capacity) (*Catalog, error) {
 // content breaks any rule, fails with a *[StoreError] naming the file and
 // what failed; Open never returns a partial catalog, and refuses a file
 // over the maximum store size (1 GiB) before reading it. It reads the file
-// once, as a stream, and fsyncs the file and the directory before it
-// returns, so nothing it serves can be lost to a power loss. The returned
+// once, as a stream, and fsyncs the file, the directory and every
+// directory above it before it returns, so nothing it serves can be lost to a power loss. The returned
 // catalog appends to the store after every change.
 func Open(dir string) (*Catalog, error) {
 	return open(osFS{}, dir)
@@ -256,8 +256,9 @@ func readLocked(fsys fileSystem, dir string, lock io.Closer) (*Catalog, error) {
 
 // adoptLocked opens the store file that dec was read from, size bytes
 // long, for appending, after cutting off its torn tail if it has one. It
-// makes the file, and its entry in the directory, durable before the
-// catalog serves anything from it: what was read may be only in the page
+// makes the file, its entry in the directory, and the path to the
+// directory (see syncAncestors) durable before the catalog serves anything
+// from it: what was read may be only in the page
 // cache (a process killed between an append's write and its fsync, or
 // between a rewrite's rename and its directory fsync, leaves it so), and
 // a view served from there, then lost to a power loss, would let the next
@@ -281,36 +282,40 @@ func (s *store) adoptLocked(dec *decodedStore, size, live int64) error {
 		_ = f.Close()
 		return &StoreError{File: s.dir, Record: -1, Op: "fsync directory", Cause: err}
 	}
+	if err := syncAncestors(s.fs, s.dir); err != nil {
+		_ = f.Close()
+		return err
+	}
 	s.file, s.end, s.chain, s.live = f, int64(dec.end), dec.chain, live
 	s.header = int64(len(storeMagic) + frameBytes + len(headerPayload(dec.capacity)))
 	return nil
 }
 
-// makeDirectory creates dir and any parent of it that is missing, and
-// fsyncs the parent of each directory it created, so that once a store
-// file in dir is durable so is the path to it: a power loss cannot take
-// an acknowledged store away by losing a directory entry above it.
+// makeDirectory creates dir and any parent of it that is missing, then
+// makes the path to it durable (see syncAncestors), so that once a store
+// file in dir is durable, so is the path to it: a power loss cannot take an
+// acknowledged store away by losing a directory entry above it. That
+// holds for a directory that already existed too: an installer's mkdir,
+// or a Create killed after making dir, may have left its entry, or one
+// above it, in the page cache only.
 func makeDirectory(fsys fileSystem, dir string) error {
-	var created []string
-	for d := filepath.Clean(dir); ; {
-		exists, err := fsys.Exists(d)
-		if err != nil {
-			return &StoreError{File: d, Record: -1, Op: "create directory", Cause: err}
-		}
-		parent := filepath.Dir(d)
-		if exists || parent == d {
-			break
-		}
-		created = append(created, d)
-		d = parent
-	}
 	if err := fsys.MkdirAll(dir); err != nil {
 		return &StoreError{File: dir, Record: -1, Op: "create directory", Cause: err}
 	}
-	// Deepest first: each fsync makes durable an entry in a directory
-	// whose own entry the next one makes durable.
-	for _, d := range created {
-		parent := filepath.Dir(d)
+	return syncAncestors(fsys, dir)
+}
+
+// syncAncestors fsyncs the parent of dir and every directory above it, up
+// to the root, deepest first: each fsync makes durable an entry in a
+// directory whose own entry the next one makes durable. Create and Open
+// call it before they return, so the store directory's entry, and each
+// one above it, is as durable as the store.
+func syncAncestors(fsys fileSystem, dir string) error {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return &StoreError{File: dir, Record: -1, Op: "fsync directory", Cause: err}
+	}
+	for parent := filepath.Dir(d); parent != d; d, parent = parent, filepath.Dir(parent) {
 		if err := fsys.SyncDir(parent); err != nil {
 			return &StoreError{File: parent, Record: -1, Op: "fsync directory", Cause: err}
 		}

@@ -202,7 +202,10 @@ func TestAPowerLossAtAnyStepOpensAtAnAcknowledgedView(t *testing.T) {
 // Open fsynced what it read, a process killed between an append's write
 // and its fsync left a change that the next process served and a power
 // loss then took away, so the process after that handed out its
-// generation again for other content.
+// generation again for other content. When the dead process was still in
+// Create and left no store, the new one creates it and deploys: before
+// Create fsynced the directories above a store directory it found, a
+// directory the dead Create made but had not yet fsynced lost that deploy.
 func TestAStoreOpenedAfterAKillSurvivesAPowerLoss(t *testing.T) {
 	capacity := GenerousCapacity
 	for killAt := 1; ; killAt++ {
@@ -239,7 +242,13 @@ func TestAStoreOpenedAfterAKillSurvivesAPowerLoss(t *testing.T) {
 		pfs.mu.Unlock()
 		next, err := open(pfs, powerStoreDir)
 		if errors.Is(err, ErrStoreMissing) {
-			continue // the dead Create never wrote a store
+			// The dead Create never wrote a store: the new process
+			// creates one where it left its directories, as latentd does,
+			// and deploys.
+			if next, err = create(pfs, powerStoreDir, capacity); err != nil {
+				t.Fatalf("killed at step %d: Create after it = %v", killAt, err)
+			}
+			mustDeploy(t, next, weighted("acme", "after-the-kill", 1))
 		}
 		if err != nil {
 			t.Fatalf("killed at step %d: Open = %v", killAt, err)
@@ -408,5 +417,51 @@ func startCompaction(t *testing.T, c *Catalog, held <-chan struct{}, onFail func
 	case <-time.After(time.Minute):
 		onFail()
 		t.Fatal("the compaction never reached its snapshot's fsync")
+	}
+}
+
+// TestAStoreInADirectoryNotYetDurableSurvivesAPowerLoss creates a store in
+// a directory an installer made without an fsync (mkdir -p), and opens a
+// store file copied into such a directory, then deploys: every image a
+// power loss could leave holds the deploy. Before Create and Open fsynced
+// the directories above the store's, the directory's entry was lost in the
+// images that keep only fsynced entries, and the acknowledged deploy with
+// it.
+func TestAStoreInADirectoryNotYetDurableSurvivesAPowerLoss(t *testing.T) {
+	capacity := GenerousCapacity
+	for _, how := range []string{"create", "open"} {
+		t.Run(how, func(t *testing.T) {
+			pfs := newPowerFSWithSrv(t)
+			if err := pfs.MkdirAll(powerStoreDir); err != nil {
+				t.Fatal(err)
+			}
+			var c *Catalog
+			var err error
+			if how == "create" {
+				c, err = create(pfs, powerStoreDir, capacity)
+			} else {
+				data, _, eerr := encodeSnapshot(capacity, New(capacity).Pin(), 0)
+				if eerr != nil {
+					t.Fatal(eerr)
+				}
+				f, cerr := pfs.CreateTemp(powerStoreDir, StoreFileName)
+				if cerr != nil {
+					t.Fatal(cerr)
+				}
+				if _, werr := f.WriteAt(data, 0); werr != nil {
+					t.Fatal(werr)
+				}
+				c, err = open(pfs, powerStoreDir)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			mustDeploy(t, c, weighted("acme", "thumbs", 1))
+			pc := &powerLossCheck{capacity: capacity, dir: powerStoreDir, seen: map[string]bool{}}
+			pc.set(powerExpectation{views: []string{viewKey(capacity, c.Pin())}, issued: c.Generation()})
+			pc.take(pfs)
+			pc.verify(t)
+		})
 	}
 }
