@@ -49,6 +49,10 @@ type store struct {
 	// compaction is the rewrite running outside the lock, if any; only
 	// its goroutine clears it.
 	compaction *compaction
+	// settling is the compaction whose file the store appends to while
+	// that compaction fsyncs the directory after its rename, without the
+	// lock; settleLocked clears it.
+	settling *compaction
 }
 
 // fileSystem is the seam between the store and the operating system, so
@@ -378,6 +382,8 @@ func (c *Catalog) Close() error {
 		c.mu.Lock()
 	}
 	defer c.mu.Unlock()
+	// A failed directory fsync of a compaction drops the file: rewrite.
+	_ = s.settleLocked()
 	var err error
 	if c.issued > c.persisted || s.file == nil {
 		if err = s.rewriteLocked(c.capacity, c.current.Load(), c.issued, s.live); err == nil {
@@ -521,6 +527,7 @@ func (s *store) rewriteLocked(capacity Capacity, pin *Pin, issued uint64, live i
 	if err != nil {
 		return encodeFailure(s.path, err)
 	}
+	_ = s.settleLocked() // the file is replaced whatever came of it
 	s.dropFileLocked()
 	f, err := replaceStoreFile(s.fs, s.dir, data)
 	if err != nil {

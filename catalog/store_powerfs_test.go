@@ -26,6 +26,10 @@ type powerFS struct {
 	// beforeSync, when set, runs before a file is fsynced, without mu;
 	// first says whether it is the file's first fsync.
 	beforeSync func(name string, first bool)
+	// onSyncDir and onClose, when set, run when a directory is fsynced
+	// and when a file handle is closed, without mu.
+	onSyncDir func(dir string)
+	onClose   func(h *powerHandle)
 
 	mu    sync.Mutex // the compaction goroutine uses the file system too
 	root  *powerDir
@@ -169,6 +173,9 @@ func (p *powerFS) Rename(from, to string) error {
 }
 
 func (p *powerFS) SyncDir(dir string) error {
+	if p.onSyncDir != nil {
+		p.onSyncDir(dir)
+	}
 	p.mu.Lock()
 	if err := p.stepLocked(); err != nil {
 		p.mu.Unlock()
@@ -315,7 +322,12 @@ func (h *powerHandle) Truncate(size int64) error {
 	return nil
 }
 
-func (h *powerHandle) Close() error { return nil }
+func (h *powerHandle) Close() error {
+	if h.fs.onClose != nil {
+		h.fs.onClose(h)
+	}
+	return nil
+}
 func (h *powerHandle) Name() string { return h.name }
 
 // tearMode says what a power loss leaves of a file's bytes written since
