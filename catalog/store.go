@@ -74,10 +74,16 @@ type fileSystem interface {
 	// Lock takes the exclusive lock of a store directory without waiting,
 	// or fails with ErrStoreInUse; closing the result releases it.
 	Lock(dir string) (io.Closer, error)
-	// OpenRead opens an existing file for reading from its start.
-	OpenRead(name string) (io.ReadCloser, error)
+	// OpenRead opens an existing file for reading.
+	OpenRead(name string) (readerAtCloser, error)
 	// Size is the length of an existing file in bytes.
 	Size(name string) (int64, error)
+}
+
+// readerAtCloser is a file open for reading, Open reads a store through.
+type readerAtCloser interface {
+	io.ReaderAt
+	io.Closer
 }
 
 type storeFile interface {
@@ -100,7 +106,7 @@ func (osFS) Remove(name string) error                { return os.Remove(name) }
 func (osFS) ReadFile(name string) ([]byte, error)    { return os.ReadFile(name) }
 func (osFS) Glob(pattern string) ([]string, error)   { return filepath.Glob(pattern) }
 func (osFS) Lock(dir string) (io.Closer, error)      { return lockDir(dir) }
-func (osFS) OpenRead(name string) (io.ReadCloser, error) {
+func (osFS) OpenRead(name string) (readerAtCloser, error) {
 	return os.Open(name)
 }
 

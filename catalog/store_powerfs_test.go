@@ -222,13 +222,18 @@ func (p *powerFS) ReadFile(name string) ([]byte, error) {
 	return bytes.Clone(f.data), nil
 }
 
-func (p *powerFS) OpenRead(name string) (io.ReadCloser, error) {
+func (p *powerFS) OpenRead(name string) (readerAtCloser, error) {
 	data, err := p.ReadFile(name)
 	if err != nil {
 		return nil, err
 	}
-	return io.NopCloser(bytes.NewReader(data)), nil
+	return nopCloser{bytes.NewReader(data)}, nil
 }
+
+// nopCloser is a ReaderAt with a Close that does nothing.
+type nopCloser struct{ io.ReaderAt }
+
+func (nopCloser) Close() error { return nil }
 
 func (p *powerFS) Size(name string) (int64, error) {
 	p.mu.Lock()

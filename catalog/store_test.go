@@ -154,8 +154,8 @@ type bytesFS struct {
 }
 
 func (b bytesFS) ReadFile(string) ([]byte, error) { return bytes.Clone(*b.data), nil }
-func (b bytesFS) OpenRead(string) (io.ReadCloser, error) {
-	return io.NopCloser(bytes.NewReader(bytes.Clone(*b.data))), nil
+func (b bytesFS) OpenRead(string) (readerAtCloser, error) {
+	return nopCloser{bytes.NewReader(bytes.Clone(*b.data))}, nil
 }
 func (b bytesFS) Size(string) (int64, error)     { return int64(len(*b.data)), nil }
 func (b bytesFS) SyncDir(string) error           { return nil }

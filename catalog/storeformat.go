@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -232,7 +231,8 @@ func compareUint64(a, b uint64) int {
 }
 
 // frame is one checksummed record of a store file: raw is all of its
-// bytes, payload the part of them after the frame header.
+// bytes, payload the part of them after the frame header; sum, the last
+// 32 bytes of raw, is its checked SHA-256.
 type frame struct {
 	kind    byte
 	payload []byte
@@ -256,24 +256,68 @@ func formatFailure(record int, reason error, detail string) *formatError {
 // pass it fails.
 const maxStoreBytes = 1 << 30
 
-// logReader reads the records of a store file front to back.
+// logReader reads the records of a store file, front to back, through a
+// window of readWindow bytes, and can go back to read a transaction again
+// (seek). The bytes of the record it read last sit in one buffer it
+// reuses, as large as the largest record so far: a frame it returns is
+// only valid until the next read.
 type logReader struct {
-	r    *bufio.Reader
-	at   int64 // offset of the next byte r returns
-	size int64 // of the whole file
+	r      io.ReaderAt
+	at     int64 // offset of the next byte read returns
+	size   int64 // of the whole file
+	window []byte
+	winAt  int64  // offset of window[0]
+	win    []byte // the bytes of the file from winAt in window
+	record []byte
 }
+
+// readWindow is how much of the file a logReader reads at once.
+const readWindow = 64 << 10
+
+func newLogReader(r io.ReaderAt, size int64) *logReader {
+	return &logReader{r: r, size: size, window: make([]byte, readWindow)}
+}
+
+// seek makes at the offset of the next byte read returns.
+func (lr *logReader) seek(at int64) { lr.at = at }
 
 // read fills p from the file; the file holds at least that much.
 func (lr *logReader) read(p []byte) error {
-	n, err := io.ReadFull(lr.r, p)
-	lr.at += int64(n)
-	if errors.Is(err, io.EOF) {
-		err = io.ErrUnexpectedEOF // the file is shorter than its size
+	for len(p) > 0 {
+		if lr.at >= lr.winAt && lr.at < lr.winAt+int64(len(lr.win)) {
+			n := copy(p, lr.win[lr.at-lr.winAt:])
+			p, lr.at = p[n:], lr.at+int64(n)
+			continue
+		}
+		if len(p) >= len(lr.window) {
+			n, err := lr.r.ReadAt(p, lr.at)
+			lr.at += int64(n)
+			if n == len(p) {
+				return nil
+			}
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF // the file is shorter than its size
+			}
+			return err
+		}
+		want := int(min(int64(len(lr.window)), lr.size-lr.at))
+		if want <= 0 {
+			return io.ErrUnexpectedEOF
+		}
+		n, err := lr.r.ReadAt(lr.window[:want], lr.at)
+		if n < want {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		lr.winAt, lr.win = lr.at, lr.window[:n]
 	}
-	return err
+	return nil
 }
 
-// readFrame reads the next record, record number index of the file. torn
+// readFrame reads the next record, record number index of the file, into
+// the reader's record buffer: the frame is valid until the next read. torn
 // reports what an interrupted append leaves instead of a record: the file
 // ends inside it, or it fails to check and the file ends in zero bytes
 // that begin inside it (a file that grew before all of its data reached
@@ -305,7 +349,10 @@ func (lr *logReader) readFrame(index int) (f frame, torn bool, ferr *formatError
 	if lr.size-lr.at < int64(bodyEnd-frameHeaderBytes+sha256.Size) {
 		return frame{}, true, nil, nil
 	}
-	raw := make([]byte, bodyEnd+sha256.Size)
+	if cap(lr.record) < bodyEnd+sha256.Size {
+		lr.record = make([]byte, bodyEnd+sha256.Size)
+	}
+	raw := lr.record[:bodyEnd+sha256.Size]
 	copy(raw, header[:])
 	if err := lr.read(raw[frameHeaderBytes:]); err != nil {
 		return frame{}, false, nil, err
