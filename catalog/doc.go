@@ -165,13 +165,16 @@
 //     *[StoreError] naming the file, the record and the reason. There is
 //     no partial catalog.
 //   - Bounded. Open streams the file, refuses one over the maximum size
-//     before reading it, and holds the view plus one transaction; a
-//     record fits its 16 MiB cap because validation bounds each policy
-//     list ([MaxPolicyListEntries]).
+//     before reading it, reads each transaction twice (check, then apply)
+//     and holds none of it: beyond the view, one record buffer, a read
+//     window and the deployment it is reading; a record fits its 16 MiB
+//     cap because validation bounds each policy list
+//     ([MaxPolicyListEntries]).
 //   - Writers never wait on the catalog's size. An append writes only what
-//     changed; a compaction writes its snapshot outside the mutex and
-//     holds it only to append what was committed meanwhile and swap the
-//     file.
+//     changed; a compaction writes its snapshot, and catches up with what
+//     was committed meanwhile, outside the mutex, holds it only to append
+//     the last few changes and rename the file, and fsyncs the directory
+//     and closes the old file after releasing it.
 //
 // Format 3, the log, is the first format a release wrote.
 package catalog
