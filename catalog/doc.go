@@ -162,8 +162,11 @@
 //     byte for byte what the writer would write. A torn tail (the file
 //     ends, or turns to zeros, inside the last transaction) is dropped
 //     back to the last commit; anything else is damage and refused with a
-//     *[StoreError] naming the file, the record and the reason. There is
-//     no partial catalog.
+//     *[StoreError] naming the file, the record and the reason. The file
+//     records how far it was durable (every append says so, in the same
+//     fsync), so zeros or an end before that byte, over a transaction
+//     already acknowledged, are damage too, naming the byte. There is no
+//     partial catalog.
 //   - Bounded. Open streams the file, refuses one over the maximum size
 //     before reading it, reads each transaction twice (check, then apply)
 //     and holds none of it: beyond the view, one record buffer, a read
@@ -176,5 +179,7 @@
 //     the last few changes and rename the file, and fsyncs the directory
 //     and closes the old file after releasing it.
 //
-// Format 3, the log, is the first format a release wrote.
+// Format 4, the log with its durable-end slots, is what a catalog writes;
+// it opens format 3, the first a release wrote, and rewrites it as
+// format 4 at the first rewrite.
 package catalog

@@ -44,8 +44,12 @@ type store struct {
 	// live is the length of the records of the published view's
 	// deployments: what a rewrite would write, less its header and commit.
 	live int64
-	// header is the length of the file's magic and header record.
+	// header is the length of the file's magic, slots and header record.
 	header int64
+	// slotted says the file has durable-end slots (format 4); slot is the
+	// one the next append overwrites.
+	slotted bool
+	slot    int
 	// compaction is the rewrite running outside the lock, if any; only
 	// its goroutine clears it.
 	compaction *compaction
@@ -188,8 +192,9 @@ func create(fsys fileSystem, dir string, capacity Capacity) (*Catalog, error) {
 // dir's lock until [Catalog.Close], and fails with [ErrStoreInUse],
 // touching nothing, while another open catalog holds it. A change whose
 // append was cut short by a crash (a torn tail) is dropped and cut off
-// the file; a store of an earlier format version is rewritten in the
-// current one first. A missing, truncated or damaged store, or one whose
+// the file; zeros or an end before the byte up to which the file was
+// durable are damage. A format 3 store opens too, and becomes format 4
+// at its first rewrite. A missing, truncated or damaged store, or one whose
 // content breaks any rule, fails with a *[StoreError] naming the file and
 // what failed; Open never returns a partial catalog, and refuses a file
 // over the maximum store size (1 GiB) before reading it. It reads the file
@@ -297,7 +302,8 @@ func (s *store) adoptLocked(dec *decodedStore, size, live int64) error {
 		return err
 	}
 	s.file, s.end, s.chain, s.live = f, int64(dec.end), dec.chain, live
-	s.header = int64(len(storeMagic) + frameBytes + len(headerPayload(dec.capacity)))
+	s.header = headerBytes(dec.version, dec.capacity)
+	s.slotted, s.slot = dec.version == storeVersion, 0
 	return nil
 }
 
@@ -540,7 +546,8 @@ func (s *store) rewriteLocked(capacity Capacity, pin *Pin, issued uint64, live i
 		return err
 	}
 	s.file, s.end, s.chain, s.live = f, int64(len(data)), chain, live
-	s.header = int64(len(storeMagic) + frameBytes + len(headerPayload(capacity)))
+	s.header = headerBytes(storeVersion, capacity)
+	s.slotted, s.slot = true, 0
 	return nil
 }
 

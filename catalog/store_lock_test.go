@@ -426,9 +426,9 @@ func TestGenerationsAreNeverReusedAcrossRestarts(t *testing.T) {
 // record number index replaced, resealed.
 func rewriteRecord(t *testing.T, data []byte, index int, payload []byte) []byte {
 	t.Helper()
-	w := &recordWriter{buf: []byte(storeMagic)}
+	w := &recordWriter{buf: bytes.Clone(data[:preambleBytes])}
 	lr := newLogReader(bytes.NewReader(data), int64(len(data)))
-	lr.seek(int64(len(storeMagic)))
+	lr.seek(preambleBytes)
 	for i := 0; lr.at < lr.size; i++ {
 		f, torn, ferr, err := lr.readFrame(i)
 		if err != nil || ferr != nil || torn {

@@ -340,6 +340,10 @@ func (h *powerHandle) Name() string { return h.name }
 type tearMode struct {
 	name string
 	tear func(synced, data []byte) []byte
+	// inPlaceKept says whether bytes overwritten within the synced length
+	// since the last fsync (a durable-end slot) keep their new content or
+	// their synced one; a sector's write is whole or not at all.
+	inPlaceKept bool
 }
 
 // zerosFrom keeps data's length with zeros from byte n on.
@@ -350,14 +354,14 @@ func zerosFrom(data []byte, n int) []byte {
 }
 
 var tearModes = []tearMode{
-	{"dropped", func(synced, _ []byte) []byte { return synced }},
-	{"all kept", func(_, data []byte) []byte { return data }},
-	{"cut in half", func(synced, data []byte) []byte { return data[:len(synced)+(len(data)-len(synced))/2] }},
+	{"dropped", func(synced, _ []byte) []byte { return synced }, false},
+	{"all kept", func(_, data []byte) []byte { return data }, true},
+	{"cut in half", func(synced, data []byte) []byte { return data[:len(synced)+(len(data)-len(synced))/2] }, false},
 	{"zeros from the middle", func(synced, data []byte) []byte {
 		return zerosFrom(data, len(synced)+(len(data)-len(synced))/2)
-	}},
-	{"last byte zero", func(synced, data []byte) []byte { return zerosFrom(data, max(len(synced), len(data)-1)) }},
-	{"last 31 bytes zero", func(synced, data []byte) []byte { return zerosFrom(data, max(len(synced), len(data)-31)) }},
+	}, true},
+	{"last byte zero", func(synced, data []byte) []byte { return zerosFrom(data, max(len(synced), len(data)-1)) }, true},
+	{"last 31 bytes zero", func(synced, data []byte) []byte { return zerosFrom(data, max(len(synced), len(data)-31)) }, false},
 }
 
 // image is the file system after a power loss now: each directory holds
@@ -383,8 +387,14 @@ func (p *powerFS) image(mode tearMode, entriesKept bool) *powerFS {
 				nf, ok := files[e]
 				if !ok {
 					data := e.synced
-					if bytes.HasPrefix(e.data, e.synced) {
-						data = mode.tear(e.synced, e.data)
+					if len(e.data) >= len(e.synced) {
+						// Bytes overwritten in place stay whole, new or old;
+						// bytes past the synced length tear as mode says.
+						current := bytes.Clone(e.data)
+						if !mode.inPlaceKept {
+							copy(current, e.synced)
+						}
+						data = mode.tear(current[:len(e.synced)], current)
 					}
 					nf = &powerFile{data: bytes.Clone(data), everSynced: true}
 					nf.synced = nf.data

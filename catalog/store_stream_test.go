@@ -77,9 +77,11 @@ func liveHeap() uint64 {
 func TestOpenStopsAtTheFirstBadRecord(t *testing.T) {
 	// A good header, then 8 MiB of random bytes: refused at record 1,
 	// having read no more than one buffer of them.
-	w := &recordWriter{buf: []byte(storeMagic)}
-	w.record(recordHeader, headerPayload(GenerousCapacity))
-	data := w.buf
+	snapshot, _, err := encodeSnapshot(GenerousCapacity, New(GenerousCapacity).Pin(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := snapshot[:headerBytes(storeVersion, GenerousCapacity)]
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 8 << 20 {
 		data = append(data, byte(rng.Uint32()))

@@ -68,6 +68,16 @@ func (s *store) commitLocked(capacity Capacity, next *Pin, changes []change, iss
 	if s.file == nil || s.end+int64(len(tx)) > maxStoreBytes {
 		return nil, s.rewriteLocked(capacity, next, issued, live)
 	}
+	// The file is durable up to s.end: say so in a slot, in the same
+	// fsync as the append, so that Open can tell a torn append from
+	// zeros over transactions already acknowledged.
+	if s.slotted {
+		if _, err := s.file.WriteAt(encodeSlot(s.slot, s.end), slotAt(s.slot)); err != nil {
+			s.dropFileLocked()
+			return nil, &StoreError{File: s.path, Record: -1, Op: "write", Cause: err}
+		}
+		s.slot ^= 1
+	}
 	if _, err := s.file.WriteAt(tx, s.end); err != nil {
 		s.dropFileLocked()
 		return nil, &StoreError{File: s.path, Record: -1, Op: "write", Cause: err}
@@ -199,6 +209,7 @@ func (c *Catalog) compact(comp *compaction) {
 	}
 	old := s.file
 	s.file, s.end, s.chain = f, end, chain
+	s.header, s.slotted, s.slot = headerBytes(storeVersion, comp.capacity), true, 0
 	s.compaction, s.settling = nil, comp
 	comp.swapped = true
 	comp.locked = time.Since(lockedAt)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"hash"
 	"io"
 	"strings"
@@ -16,10 +17,10 @@ type decodedStore struct {
 	pin      *Pin
 	issued   uint64
 	version  uint64
-	// chain is the last commit's chain digest (format 3 only).
+	// chain is the last commit's chain digest.
 	chain [sha256.Size]byte
 	// end is the offset after the last commit; bytes after it are a torn
-	// tail, an append that never committed (format 3 only).
+	// tail, an append that never committed.
 	end int
 }
 
@@ -39,7 +40,7 @@ func decodeStore(data []byte) (*decodedStore, *formatError) {
 // catalog had handed out, from a store file of any supported version, size
 // bytes long, read from r. Every deployment goes through the same
 // compilation (and so the same validation) as a Deploy; a store that fails
-// any check yields no view at all. A format 3 store may end in a torn
+// any check yields no view at all. A store may end in a torn
 // tail, which is left out.
 //
 // It reads each transaction twice, and holds none of it: first to check
@@ -68,13 +69,38 @@ func readStore(r io.ReaderAt, size int64) (*decodedStore, *formatError, error) {
 		return nil, formatFailure(-1, ErrMalformed, "not a catalog store"), nil
 	}
 	switch string(magic) {
+	case storeMagicV3:
+		return decodeLog(lr, storeMagicV3, storeVersionV3, 0)
 	case storeMagic:
-		return decodeLog(lr)
+	default:
+		return nil, formatFailure(-1, ErrMalformed, "not a catalog store"), nil
 	}
-	return nil, formatFailure(-1, ErrMalformed, "not a catalog store"), nil
+	if size < preambleBytes {
+		return nil, formatFailure(-1, ErrTruncated, "shorter than the file header"), nil
+	}
+	// The durable end: the larger of what the two slots say. An append
+	// writes one of them; should that write be torn, the other still
+	// holds a durable end, an earlier one. Both failing is damage.
+	var slots [2 * slotBytes]byte
+	if err := lr.read(slots[:]); err != nil {
+		return nil, nil, err
+	}
+	durable, valid := int64(-1), false
+	for i := range 2 {
+		if end, ok := decodeSlot(i, slots[i*slotBytes:]); ok {
+			durable, valid = max(durable, end), true
+		}
+	}
+	if !valid {
+		return nil, formatFailure(-1, ErrChecksumMismatch, "durable-end slots"), nil
+	}
+	return decodeLog(lr, storeMagic, storeVersion, durable)
 }
 
-func decodeLog(lr *logReader) (*decodedStore, *formatError, error) {
+// decodeLog reads a log after its magic (and, in format 4, its slots),
+// whose magic and version are those given. The file was durable up to
+// byte durable: a torn tail that begins before it is damage, not a crash.
+func decodeLog(lr *logReader, magic string, wantVersion uint64, durable int64) (*decodedStore, *formatError, error) {
 	header, torn, ferr, err := lr.readFrame(0)
 	switch {
 	case err != nil:
@@ -89,17 +115,15 @@ func decodeLog(lr *logReader) (*decodedStore, *formatError, error) {
 	hr := &reader{b: header.payload}
 	version := hr.uvarint()
 	capacity := Capacity{MaxRevisions: hr.uvarint(), MaxPolicyBytes: hr.uvarint()}
-	if version != storeVersion {
+	if version != wantVersion {
 		return nil, formatFailure(0, ErrMalformed, "unsupported format version"), nil
 	}
 	if hr.end() != nil {
 		return nil, formatFailure(0, ErrMalformed, "bad header record"), nil
 	}
 	h := sha256.New()
-	h.Write([]byte(storeMagic))
-	h.Write(header.raw)
 	out := &decodedStore{capacity: capacity, version: version}
-	h.Sum(out.chain[:0])
+	out.chain = chainStart(magic, header.raw)
 	b := newViewBuilder(capacity)
 	index := 1
 	for first := true; ; first = false {
@@ -125,6 +149,9 @@ func decodeLog(lr *logReader) (*decodedStore, *formatError, error) {
 			if torn {
 				if first {
 					return nil, formatFailure(index, ErrTruncated, "ends before the first commit"), nil
+				}
+				if ferr := beforeDurable(index, lr.tornAt, lr.size, durable); ferr != nil {
+					return nil, ferr, nil
 				}
 				out.pin, out.issued = b.pin(), b.issued
 				return out, nil, nil
@@ -180,8 +207,29 @@ func decodeLog(lr *logReader) (*decodedStore, *formatError, error) {
 		}
 		out.chain, out.end = chain, int(lr.at)
 	}
+	if ferr := beforeDurable(index, lr.size, lr.size, durable); ferr != nil {
+		return nil, ferr, nil
+	}
 	out.pin, out.issued = b.pin(), b.issued
 	return out, nil, nil
+}
+
+// beforeDurable is the damage of a file of size bytes whose readable log
+// stops at byte at, record index, when it was durable up to byte durable:
+// zeros, or the end of the file, over bytes an fsync had made durable. A
+// crash tears only the append in flight, which begins at or after that
+// byte; a tear that begins before it took a transaction already
+// acknowledged, whose generation would be handed out again.
+func beforeDurable(index int, at, size, durable int64) *formatError {
+	switch {
+	case at >= durable:
+		return nil
+	case at == size:
+		return formatFailure(index, ErrTruncated, fmt.Sprintf(
+			"ends at byte %d, before byte %d, the end of an acknowledged transaction", at, durable))
+	}
+	return formatFailure(index, ErrChecksumMismatch, fmt.Sprintf(
+		"zeros from byte %d, before byte %d, the end of an acknowledged transaction", at, durable))
 }
 
 // viewBuilder applies the transactions of a store to a view under one
