@@ -325,14 +325,17 @@ func makeDirectory(fsys fileSystem, dir string) error {
 // to the root, deepest first: each fsync makes durable an entry in a
 // directory whose own entry the next one makes durable. Create and Open
 // call it before they return, so the store directory's entry, and each
-// one above it, is as durable as the store.
+// one above it, is as durable as the store. A directory above the parent
+// that the process may search but not read (a traverse-only home, say)
+// cannot be opened to be fsynced; it is skipped, since such a directory is
+// one an administrator set up, not one an installer just made.
 func syncAncestors(fsys fileSystem, dir string) error {
 	d, err := filepath.Abs(dir)
 	if err != nil {
 		return &StoreError{File: dir, Record: -1, Op: "fsync directory", Cause: err}
 	}
-	for parent := filepath.Dir(d); parent != d; d, parent = parent, filepath.Dir(parent) {
-		if err := fsys.SyncDir(parent); err != nil {
+	for parent, first := filepath.Dir(d), true; parent != d; d, parent, first = parent, filepath.Dir(parent), false {
+		if err := fsys.SyncDir(parent); err != nil && (first || !errors.Is(err, fs.ErrPermission)) {
 			return &StoreError{File: parent, Record: -1, Op: "fsync directory", Cause: err}
 		}
 	}

@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"path/filepath"
 	"runtime"
@@ -642,13 +643,20 @@ func TestAChangeAfterACompactionWaitsForItsDirectoryFsync(t *testing.T) {
 	}
 }
 
-// failingSyncDirFS is a powerFS whose directory fsyncs fail when fail says.
+// failingSyncDirFS is a powerFS whose directory fsyncs fail when fail,
+// or failDir for that directory, says.
 type failingSyncDirFS struct {
 	*powerFS
-	fail func() error
+	fail    func() error
+	failDir func(dir string) error
 }
 
 func (f *failingSyncDirFS) SyncDir(dir string) error {
+	if f.failDir != nil {
+		if err := f.failDir(dir); err != nil {
+			return err
+		}
+	}
 	if err := f.fail(); err != nil {
 		if f.powerFS.onSyncDir != nil {
 			f.powerFS.onSyncDir(dir)
@@ -656,4 +664,42 @@ func (f *failingSyncDirFS) SyncDir(dir string) error {
 		return err
 	}
 	return f.powerFS.SyncDir(dir)
+}
+
+// TestCreateSkipsAnUnreadableDirectoryAboveTheParent: a directory above
+// the store directory's parent that cannot be opened for an fsync (search
+// permission only) does not fail Create; the parent itself must be
+// fsynced, and any other failure fails it.
+func TestCreateSkipsAnUnreadableDirectoryAboveTheParent(t *testing.T) {
+	for _, tt := range []struct {
+		unreadable string
+		err        error
+		fails      bool
+	}{
+		{"/srv", fs.ErrPermission, false},
+		{"/srv/latent/new", fs.ErrPermission, true},
+		{"/srv", errors.New("injected I/O error"), true},
+	} {
+		pfs := newPowerFSWithSrv(t)
+		fsys := &failingSyncDirFS{powerFS: pfs}
+		fsys.fail = func() error { return nil }
+		fsys.failDir = func(d string) error {
+			if d == tt.unreadable {
+				return tt.err
+			}
+			return nil
+		}
+		c, err := create(fsys, powerStoreDir, GenerousCapacity)
+		if tt.fails {
+			var se *StoreError
+			if !errors.As(err, &se) || se.File != tt.unreadable || !errors.Is(err, tt.err) {
+				t.Fatalf("%s failing with %v: Create = %v, want a StoreError naming it", tt.unreadable, tt.err, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s failing with %v: Create = %v", tt.unreadable, tt.err, err)
+		}
+		_ = c.Close()
+	}
 }
