@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"hash"
 	"hash/crc32"
 	"io"
 	"slices"
@@ -327,8 +326,7 @@ type logReader struct {
 	// the first of the zeros, or the end of the file.
 	tornAt int64
 	window []byte
-	winAt  int64 // offset of window[0]
-	sha    hash.Hash
+	winAt  int64  // offset of window[0]
 	win    []byte // the bytes of the file from winAt in window
 	record []byte
 }
@@ -422,11 +420,7 @@ func (lr *logReader) readFrame(index int) (f frame, torn bool, ferr *formatError
 	if err := lr.read(raw[frameHeaderBytes:]); err != nil {
 		return frame{}, false, nil, err
 	}
-	if lr.sha == nil {
-		lr.sha = sha256.New()
-	}
-	h := lr.sha
-	h.Reset()
+	h := sha256.New()
 	h.Write(raw[:5])
 	h.Write(raw[frameHeaderBytes:bodyEnd])
 	var sum [sha256.Size]byte
