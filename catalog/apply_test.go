@@ -30,8 +30,8 @@ func TestApplyMakesEveryChangeAtOneGeneration(t *testing.T) {
 	if err != nil || g != 3 || c.Generation() != 3 {
 		t.Fatalf("Apply = %d, %v; generation %d", g, err, c.Generation())
 	}
-	if !reflect.DeepEqual(fsys.steps, []string{"write", "fsync"}) {
-		t.Fatalf("Apply took the store steps %v, want one write and one fsync", fsys.steps)
+	if !reflect.DeepEqual(fsys.steps, []string{"write", "write", "fsync"}) {
+		t.Fatalf("Apply took the store steps %v, want one write of a durable-end slot, one of the transaction and one fsync", fsys.steps)
 	}
 	for _, k := range []DeploymentKey{{"acme", "thumbs"}, {"globex", "render"}, {"initech", "jobs"}} {
 		if _, got, ok := c.Pin().Deployment(k.Tenant, k.Service); !ok || got != 3 {

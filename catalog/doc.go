@@ -148,9 +148,10 @@
 //   - Write, then publish. A change is appended (or the store rewritten)
 //     and fsynced before any pin shows it; a change whose write failed is
 //     never published, and the next successful write rewrites the file
-//     from the published view. [Open] fsyncs the file and the directory
-//     before it serves a view, and [Create] every directory it made, so a
-//     power loss never takes back something a pin served.
+//     from the published view. [Open] fsyncs the file, the directory and
+//     every directory above it before it serves a view, and [Create] every
+//     directory on the path to the store, whether it made it or found it,
+//     so a power loss never takes back something a pin served.
 //   - Generations are never reused for other content: every commit
 //     records the highest generation handed out, a reopened catalog goes
 //     on above it, and an encode failure (nothing written) spends none.
@@ -161,16 +162,24 @@
 //     byte for byte what the writer would write. A torn tail (the file
 //     ends, or turns to zeros, inside the last transaction) is dropped
 //     back to the last commit; anything else is damage and refused with a
-//     *[StoreError] naming the file, the record and the reason. There is
-//     no partial catalog.
+//     *[StoreError] naming the file, the record and the reason. The file
+//     records how far it was durable (every append says so, in the same
+//     fsync), so zeros or an end before that byte, over a transaction
+//     already acknowledged, are damage too, naming the byte. There is no
+//     partial catalog.
 //   - Bounded. Open streams the file, refuses one over the maximum size
-//     before reading it, and holds the view plus one transaction; a
-//     record fits its 16 MiB cap because validation bounds each policy
-//     list ([MaxPolicyListEntries]).
+//     before reading it, reads each transaction twice (check, then apply)
+//     and holds none of it: beyond the view, one record buffer, a read
+//     window and the deployment it is reading; a record fits its 16 MiB
+//     cap because validation bounds each policy list
+//     ([MaxPolicyListEntries]).
 //   - Writers never wait on the catalog's size. An append writes only what
-//     changed; a compaction writes its snapshot outside the mutex and
-//     holds it only to append what was committed meanwhile and swap the
-//     file.
+//     changed; a compaction writes its snapshot, and catches up with what
+//     was committed meanwhile, outside the mutex, holds it only to append
+//     the last few changes and rename the file, and fsyncs the directory
+//     and closes the old file after releasing it.
 //
-// Format 3, the log, is the first format a release wrote.
+// Format 4, the log with its durable-end slots, is what a catalog writes;
+// it opens format 3, the first a release wrote, and rewrites it as
+// format 4 at the first rewrite.
 package catalog

@@ -215,13 +215,17 @@ type failSyncDirFS struct {
 func (f failSyncDirFS) wrap(file storeFile) storeFile { return file }
 func (f failSyncDirFS) SyncDir(string) error          { return f.err }
 
-// waitForCompaction waits until no compaction of c's store is in flight.
+// waitForCompaction waits until no compaction of c's store is in flight,
+// its directory fsync after the rename included.
 func waitForCompaction(c *Catalog) {
 	for {
 		c.mu.Lock()
-		comp := c.store.compaction
+		comp, settling := c.store.compaction, c.store.settling
 		c.mu.Unlock()
 		if comp == nil {
+			if settling != nil {
+				<-settling.done // its directory fsync
+			}
 			return
 		}
 		<-comp.done

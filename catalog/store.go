@@ -44,11 +44,19 @@ type store struct {
 	// live is the length of the records of the published view's
 	// deployments: what a rewrite would write, less its header and commit.
 	live int64
-	// header is the length of the file's magic and header record.
+	// header is the length of the file's magic, slots and header record.
 	header int64
+	// slotted says the file has durable-end slots (format 4); slot is the
+	// one the next append overwrites.
+	slotted bool
+	slot    int
 	// compaction is the rewrite running outside the lock, if any; only
 	// its goroutine clears it.
 	compaction *compaction
+	// settling is the compaction whose file the store appends to while
+	// that compaction fsyncs the directory after its rename, without the
+	// lock; settleLocked clears it.
+	settling *compaction
 }
 
 // fileSystem is the seam between the store and the operating system, so
@@ -70,10 +78,16 @@ type fileSystem interface {
 	// Lock takes the exclusive lock of a store directory without waiting,
 	// or fails with ErrStoreInUse; closing the result releases it.
 	Lock(dir string) (io.Closer, error)
-	// OpenRead opens an existing file for reading from its start.
-	OpenRead(name string) (io.ReadCloser, error)
+	// OpenRead opens an existing file for reading.
+	OpenRead(name string) (readerAtCloser, error)
 	// Size is the length of an existing file in bytes.
 	Size(name string) (int64, error)
+}
+
+// readerAtCloser is a file open for reading, Open reads a store through.
+type readerAtCloser interface {
+	io.ReaderAt
+	io.Closer
 }
 
 type storeFile interface {
@@ -96,7 +110,7 @@ func (osFS) Remove(name string) error                { return os.Remove(name) }
 func (osFS) ReadFile(name string) ([]byte, error)    { return os.ReadFile(name) }
 func (osFS) Glob(pattern string) ([]string, error)   { return filepath.Glob(pattern) }
 func (osFS) Lock(dir string) (io.Closer, error)      { return lockDir(dir) }
-func (osFS) OpenRead(name string) (io.ReadCloser, error) {
+func (osFS) OpenRead(name string) (readerAtCloser, error) {
 	return os.Open(name)
 }
 
@@ -137,8 +151,8 @@ func newStore(fsys fileSystem, dir string, lock io.Closer) *store {
 // fails with [ErrStoreExists] if dir already holds a store, and with
 // [ErrStoreInUse] if another open catalog holds dir: of two concurrent
 // creators exactly one succeeds, and the other gets one of those two.
-// When it returns, the store, and every directory it made on the way to
-// dir, are durable.
+// When it returns, the store and every directory entry on the path to it
+// are durable, whether Create made dir or found it.
 func Create(dir string, capacity Capacity) (*Catalog, error) {
 	return create(osFS{}, dir, capacity)
 }
@@ -178,13 +192,14 @@ func create(fsys fileSystem, dir string, capacity Capacity) (*Catalog, error) {
 // dir's lock until [Catalog.Close], and fails with [ErrStoreInUse],
 // touching nothing, while another open catalog holds it. A change whose
 // append was cut short by a crash (a torn tail) is dropped and cut off
-// the file; a store of an earlier format version is rewritten in the
-// current one first. A missing, truncated or damaged store, or one whose
+// the file; zeros or an end before the byte up to which the file was
+// durable are damage. A format 3 store opens too, and becomes format 4
+// at its first rewrite. A missing, truncated or damaged store, or one whose
 // content breaks any rule, fails with a *[StoreError] naming the file and
 // what failed; Open never returns a partial catalog, and refuses a file
 // over the maximum store size (1 GiB) before reading it. It reads the file
-// once, as a stream, and fsyncs the file and the directory before it
-// returns, so nothing it serves can be lost to a power loss. The returned
+// once, as a stream, and fsyncs the file, the directory and every
+// directory above it before it returns, so nothing it serves can be lost to a power loss. The returned
 // catalog appends to the store after every change.
 func Open(dir string) (*Catalog, error) {
 	return open(osFS{}, dir)
@@ -256,8 +271,9 @@ func readLocked(fsys fileSystem, dir string, lock io.Closer) (*Catalog, error) {
 
 // adoptLocked opens the store file that dec was read from, size bytes
 // long, for appending, after cutting off its torn tail if it has one. It
-// makes the file, and its entry in the directory, durable before the
-// catalog serves anything from it: what was read may be only in the page
+// makes the file, its entry in the directory, and the path to the
+// directory (see syncAncestors) durable before the catalog serves anything
+// from it: what was read may be only in the page
 // cache (a process killed between an append's write and its fsync, or
 // between a rewrite's rename and its directory fsync, leaves it so), and
 // a view served from there, then lost to a power loss, would let the next
@@ -281,37 +297,45 @@ func (s *store) adoptLocked(dec *decodedStore, size, live int64) error {
 		_ = f.Close()
 		return &StoreError{File: s.dir, Record: -1, Op: "fsync directory", Cause: err}
 	}
+	if err := syncAncestors(s.fs, s.dir); err != nil {
+		_ = f.Close()
+		return err
+	}
 	s.file, s.end, s.chain, s.live = f, int64(dec.end), dec.chain, live
-	s.header = int64(len(storeMagic) + frameBytes + len(headerPayload(dec.capacity)))
+	s.header = headerBytes(dec.version, dec.capacity)
+	s.slotted, s.slot = dec.version == storeVersion, 0
 	return nil
 }
 
-// makeDirectory creates dir and any parent of it that is missing, and
-// fsyncs the parent of each directory it created, so that once a store
-// file in dir is durable so is the path to it: a power loss cannot take
-// an acknowledged store away by losing a directory entry above it.
+// makeDirectory creates dir and any parent of it that is missing, then
+// makes the path to it durable (see syncAncestors), so that once a store
+// file in dir is durable, so is the path to it: a power loss cannot take an
+// acknowledged store away by losing a directory entry above it. That
+// holds for a directory that already existed too: an installer's mkdir,
+// or a Create killed after making dir, may have left its entry, or one
+// above it, in the page cache only.
 func makeDirectory(fsys fileSystem, dir string) error {
-	var created []string
-	for d := filepath.Clean(dir); ; {
-		exists, err := fsys.Exists(d)
-		if err != nil {
-			return &StoreError{File: d, Record: -1, Op: "create directory", Cause: err}
-		}
-		parent := filepath.Dir(d)
-		if exists || parent == d {
-			break
-		}
-		created = append(created, d)
-		d = parent
-	}
 	if err := fsys.MkdirAll(dir); err != nil {
 		return &StoreError{File: dir, Record: -1, Op: "create directory", Cause: err}
 	}
-	// Deepest first: each fsync makes durable an entry in a directory
-	// whose own entry the next one makes durable.
-	for _, d := range created {
-		parent := filepath.Dir(d)
-		if err := fsys.SyncDir(parent); err != nil {
+	return syncAncestors(fsys, dir)
+}
+
+// syncAncestors fsyncs the parent of dir and every directory above it, up
+// to the root, deepest first: each fsync makes durable an entry in a
+// directory whose own entry the next one makes durable. Create and Open
+// call it before they return, so the store directory's entry, and each
+// one above it, is as durable as the store. A directory above the parent
+// that the process may search but not read (a traverse-only home, say)
+// cannot be opened to be fsynced; it is skipped, since such a directory is
+// one an administrator set up, not one an installer just made.
+func syncAncestors(fsys fileSystem, dir string) error {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return &StoreError{File: dir, Record: -1, Op: "fsync directory", Cause: err}
+	}
+	for parent, first := filepath.Dir(d), true; parent != d; d, parent, first = parent, filepath.Dir(parent), false {
+		if err := fsys.SyncDir(parent); err != nil && (first || !errors.Is(err, fs.ErrPermission)) {
 			return &StoreError{File: parent, Record: -1, Op: "fsync directory", Cause: err}
 		}
 	}
@@ -373,6 +397,8 @@ func (c *Catalog) Close() error {
 		c.mu.Lock()
 	}
 	defer c.mu.Unlock()
+	// A failed directory fsync of a compaction drops the file: rewrite.
+	_ = s.settleLocked()
 	var err error
 	if c.issued > c.persisted || s.file == nil {
 		if err = s.rewriteLocked(c.capacity, c.current.Load(), c.issued, s.live); err == nil {
@@ -516,13 +542,15 @@ func (s *store) rewriteLocked(capacity Capacity, pin *Pin, issued uint64, live i
 	if err != nil {
 		return encodeFailure(s.path, err)
 	}
+	_ = s.settleLocked() // the file is replaced whatever came of it
 	s.dropFileLocked()
 	f, err := replaceStoreFile(s.fs, s.dir, data)
 	if err != nil {
 		return err
 	}
 	s.file, s.end, s.chain, s.live = f, int64(len(data)), chain, live
-	s.header = int64(len(storeMagic) + frameBytes + len(headerPayload(capacity)))
+	s.header = headerBytes(storeVersion, capacity)
+	s.slotted, s.slot = true, 0
 	return nil
 }
 

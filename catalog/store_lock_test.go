@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -427,8 +426,9 @@ func TestGenerationsAreNeverReusedAcrossRestarts(t *testing.T) {
 // record number index replaced, resealed.
 func rewriteRecord(t *testing.T, data []byte, index int, payload []byte) []byte {
 	t.Helper()
-	w := &recordWriter{buf: []byte(storeMagic)}
-	lr := &logReader{r: bufio.NewReader(bytes.NewReader(data[len(storeMagic):])), at: int64(len(storeMagic)), size: int64(len(data))}
+	w := &recordWriter{buf: bytes.Clone(data[:preambleBytes])}
+	lr := newLogReader(bytes.NewReader(data), int64(len(data)))
+	lr.seek(preambleBytes)
 	for i := 0; lr.at < lr.size; i++ {
 		f, torn, ferr, err := lr.readFrame(i)
 		if err != nil || ferr != nil || torn {

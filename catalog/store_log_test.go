@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -97,7 +98,8 @@ func TestATornTailOfZerosIsDropped(t *testing.T) {
 	for tx := 1; tx < len(log.commits); tx++ {
 		start, end := log.commits[tx-1].end, log.commits[tx].end
 		for n := start; n < end; n++ {
-			data := bytes.Clone(log.data[:end])
+			// As the file was when this transaction was the last append.
+			data := durableTo(log.data[:end], start)
 			clear(data[n:])
 			c, err := openBytes(t, data)
 			if err != nil {
@@ -237,5 +239,152 @@ func TestRewritesKeepGarbageBelowTheLiveSet(t *testing.T) {
 	}
 	if rewrites < 3 {
 		t.Fatalf("%d rewrites in 300 changes to 20 deployments", rewrites)
+	}
+}
+
+// durableTo returns a copy of store data whose durable-end slots both say
+// the file was durable up to byte end, as they did while the transaction
+// that begins there was the last append.
+func durableTo(data []byte, end int) []byte {
+	data = bytes.Clone(data)
+	for i := range 2 {
+		copy(data[slotAt(i):], encodeSlot(i, int64(end)))
+	}
+	return data
+}
+
+// TestZerosOverAnAcknowledgedTransactionAreDamage zeroes a store's log
+// from every byte of every transaction but the last to its end, and cuts
+// it there: each is refused as damage naming the byte, since an fsync had
+// made that transaction durable before the last one was appended, and a
+// crash tears only the append in flight. The same from any byte of the
+// last transaction opens at the commit before it. Before the store kept
+// its durable end, zeros over the last two transactions opened at the
+// earlier commit, and the change dropped had its generation handed out
+// again.
+func TestZerosOverAnAcknowledgedTransactionAreDamage(t *testing.T) {
+	log := logWithHistory(t)
+	last := len(log.commits) - 1
+	for tx := 1; tx <= last; tx++ {
+		start, end := log.commits[tx-1].end, log.commits[tx].end
+		for n := start; n < end; n++ {
+			for _, how := range []string{"zeros", "cut"} {
+				data := bytes.Clone(log.data)
+				if how == "zeros" {
+					clear(data[n:])
+				} else {
+					data = data[:n]
+				}
+				c, err := openBytes(t, data)
+				if tx == last {
+					if err != nil {
+						t.Fatalf("%s from byte %d of the last transaction (%d..%d): %v", how, n, start, end, err)
+					}
+					if got := viewKey(c.Capacity(), c.Pin()); got != viewKey(c.Capacity(), log.commits[tx-1].pin) {
+						t.Fatalf("%s from byte %d of the last transaction: opened at generation %d, want %d", how, n, c.Generation(), log.commits[tx-1].view.Generation)
+					}
+					continue
+				}
+				if c != nil {
+					t.Fatalf("%s from byte %d of transaction %d (%d..%d), acknowledged before the last one, opened at generation %d",
+						how, n, tx, start, end, c.Generation())
+				}
+				durable := log.commits[last-1].end
+				if how == "cut" {
+					assertStoreError(t, err, ErrTruncated, fmt.Sprintf("ends at byte %d, before byte %d", n, durable))
+					continue
+				}
+				assertStoreError(t, err, ErrChecksumMismatch, fmt.Sprintf(", before byte %d, the end of an acknowledged transaction", durable))
+				// The zeros named begin at n, or before it where the bytes
+				// before n were zeros already.
+				var se *StoreError
+				errors.As(err, &se)
+				var from int
+				if _, serr := fmt.Sscanf(se.Detail, "zeros from byte %d,", &from); serr != nil || from < start || from > n || !allZero(log.data[from:n]) {
+					t.Fatalf("zeros from byte %d of transaction %d: the error names %q", n, tx, se.Detail)
+				}
+			}
+		}
+	}
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestAFormat3StoreOpensAndAppendsUntilARewrite opens a store of format 3,
+// which has no durable-end slots: it opens, takes appends as before, and
+// the first rewrite makes it format 4.
+func TestAFormat3StoreOpensAndAppendsUntilARewrite(t *testing.T) {
+	capacity := GenerousCapacity
+	dep, err := compileDeployment(&Deployment{Tenant: "acme", Service: "thumbs", Routes: weighted("acme", "thumbs", 1).Routes}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &recordWriter{buf: []byte(storeMagicV3)}
+	header := binary.AppendUvarint(nil, storeVersionV3)
+	header = binary.AppendUvarint(header, capacity.MaxRevisions)
+	w.record(recordHeader, binary.AppendUvarint(header, capacity.MaxPolicyBytes))
+	records, count, err := encodeChanges([]change{{key: DeploymentKey{"acme", "thumbs"}, dep: dep}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, _ := sealTransaction(records, count, 1, 1, chainStart(storeMagicV3, w.buf[len(storeMagicV3):]))
+	dir := t.TempDir()
+	path := filepath.Join(dir, StoreFileName)
+	if err := os.WriteFile(path, append(w.buf, tx...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	magic := func() string {
+		t.Helper()
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data[:len(storeMagic)])
+	}
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Generation() != 1 || c.Pin().Len() != 1 {
+		t.Fatalf("a format 3 store opened at generation %d with %d deployments", c.Generation(), c.Pin().Len())
+	}
+	mustDeploy(t, c, weighted("globex", "render", 1))
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m := magic(); m != storeMagicV3 {
+		t.Fatalf("an append changed the magic to %q", m)
+	}
+	c, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Generation() != 2 || c.Pin().Len() != 2 {
+		t.Fatalf("reopened at generation %d with %d deployments", c.Generation(), c.Pin().Len())
+	}
+	if err := c.WriteStore(dir); err != nil {
+		t.Fatal(err)
+	}
+	mustDeploy(t, c, weighted("initech", "jobs", 1))
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m := magic(); m != storeMagic {
+		t.Fatalf("a rewrite left the magic %q", m)
+	}
+	c, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Generation() != 3 || c.Pin().Len() != 3 {
+		t.Fatalf("reopened at generation %d with %d deployments", c.Generation(), c.Pin().Len())
 	}
 }

@@ -26,6 +26,10 @@ type powerFS struct {
 	// beforeSync, when set, runs before a file is fsynced, without mu;
 	// first says whether it is the file's first fsync.
 	beforeSync func(name string, first bool)
+	// onSyncDir and onClose, when set, run when a directory is fsynced
+	// and when a file handle is closed, without mu.
+	onSyncDir func(dir string)
+	onClose   func(h *powerHandle)
 
 	mu    sync.Mutex // the compaction goroutine uses the file system too
 	root  *powerDir
@@ -169,6 +173,9 @@ func (p *powerFS) Rename(from, to string) error {
 }
 
 func (p *powerFS) SyncDir(dir string) error {
+	if p.onSyncDir != nil {
+		p.onSyncDir(dir)
+	}
 	p.mu.Lock()
 	if err := p.stepLocked(); err != nil {
 		p.mu.Unlock()
@@ -215,13 +222,18 @@ func (p *powerFS) ReadFile(name string) ([]byte, error) {
 	return bytes.Clone(f.data), nil
 }
 
-func (p *powerFS) OpenRead(name string) (io.ReadCloser, error) {
+func (p *powerFS) OpenRead(name string) (readerAtCloser, error) {
 	data, err := p.ReadFile(name)
 	if err != nil {
 		return nil, err
 	}
-	return io.NopCloser(bytes.NewReader(data)), nil
+	return nopCloser{bytes.NewReader(data)}, nil
 }
+
+// nopCloser is a ReaderAt with a Close that does nothing.
+type nopCloser struct{ io.ReaderAt }
+
+func (nopCloser) Close() error { return nil }
 
 func (p *powerFS) Size(name string) (int64, error) {
 	p.mu.Lock()
@@ -315,7 +327,12 @@ func (h *powerHandle) Truncate(size int64) error {
 	return nil
 }
 
-func (h *powerHandle) Close() error { return nil }
+func (h *powerHandle) Close() error {
+	if h.fs.onClose != nil {
+		h.fs.onClose(h)
+	}
+	return nil
+}
 func (h *powerHandle) Name() string { return h.name }
 
 // tearMode says what a power loss leaves of a file's bytes written since
@@ -323,6 +340,10 @@ func (h *powerHandle) Name() string { return h.name }
 type tearMode struct {
 	name string
 	tear func(synced, data []byte) []byte
+	// inPlaceKept says whether bytes overwritten within the synced length
+	// since the last fsync (a durable-end slot) keep their new content or
+	// their synced one; a sector's write is whole or not at all.
+	inPlaceKept bool
 }
 
 // zerosFrom keeps data's length with zeros from byte n on.
@@ -333,14 +354,14 @@ func zerosFrom(data []byte, n int) []byte {
 }
 
 var tearModes = []tearMode{
-	{"dropped", func(synced, _ []byte) []byte { return synced }},
-	{"all kept", func(_, data []byte) []byte { return data }},
-	{"cut in half", func(synced, data []byte) []byte { return data[:len(synced)+(len(data)-len(synced))/2] }},
+	{"dropped", func(synced, _ []byte) []byte { return synced }, false},
+	{"all kept", func(_, data []byte) []byte { return data }, true},
+	{"cut in half", func(synced, data []byte) []byte { return data[:len(synced)+(len(data)-len(synced))/2] }, false},
 	{"zeros from the middle", func(synced, data []byte) []byte {
 		return zerosFrom(data, len(synced)+(len(data)-len(synced))/2)
-	}},
-	{"last byte zero", func(synced, data []byte) []byte { return zerosFrom(data, max(len(synced), len(data)-1)) }},
-	{"last 31 bytes zero", func(synced, data []byte) []byte { return zerosFrom(data, max(len(synced), len(data)-31)) }},
+	}, true},
+	{"last byte zero", func(synced, data []byte) []byte { return zerosFrom(data, max(len(synced), len(data)-1)) }, true},
+	{"last 31 bytes zero", func(synced, data []byte) []byte { return zerosFrom(data, max(len(synced), len(data)-31)) }, false},
 }
 
 // image is the file system after a power loss now: each directory holds
@@ -366,8 +387,14 @@ func (p *powerFS) image(mode tearMode, entriesKept bool) *powerFS {
 				nf, ok := files[e]
 				if !ok {
 					data := e.synced
-					if bytes.HasPrefix(e.data, e.synced) {
-						data = mode.tear(e.synced, e.data)
+					if len(e.data) >= len(e.synced) {
+						// Bytes overwritten in place stay whole, new or old;
+						// bytes past the synced length tear as mode says.
+						current := bytes.Clone(e.data)
+						if !mode.inPlaceKept {
+							copy(current, e.synced)
+						}
+						data = mode.tear(current[:len(e.synced)], current)
 					}
 					nf = &powerFile{data: bytes.Clone(data), everSynced: true}
 					nf.synced = nf.data

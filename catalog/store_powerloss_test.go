@@ -3,12 +3,14 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -202,7 +204,10 @@ func TestAPowerLossAtAnyStepOpensAtAnAcknowledgedView(t *testing.T) {
 // Open fsynced what it read, a process killed between an append's write
 // and its fsync left a change that the next process served and a power
 // loss then took away, so the process after that handed out its
-// generation again for other content.
+// generation again for other content. When the dead process was still in
+// Create and left no store, the new one creates it and deploys: before
+// Create fsynced the directories above a store directory it found, a
+// directory the dead Create made but had not yet fsynced lost that deploy.
 func TestAStoreOpenedAfterAKillSurvivesAPowerLoss(t *testing.T) {
 	capacity := GenerousCapacity
 	for killAt := 1; ; killAt++ {
@@ -239,7 +244,13 @@ func TestAStoreOpenedAfterAKillSurvivesAPowerLoss(t *testing.T) {
 		pfs.mu.Unlock()
 		next, err := open(pfs, powerStoreDir)
 		if errors.Is(err, ErrStoreMissing) {
-			continue // the dead Create never wrote a store
+			// The dead Create never wrote a store: the new process
+			// creates one where it left its directories, as latentd does,
+			// and deploys.
+			if next, err = create(pfs, powerStoreDir, capacity); err != nil {
+				t.Fatalf("killed at step %d: Create after it = %v", killAt, err)
+			}
+			mustDeploy(t, next, weighted("acme", "after-the-kill", 1))
 		}
 		if err != nil {
 			t.Fatalf("killed at step %d: Open = %v", killAt, err)
@@ -408,5 +419,287 @@ func startCompaction(t *testing.T, c *Catalog, held <-chan struct{}, onFail func
 	case <-time.After(time.Minute):
 		onFail()
 		t.Fatal("the compaction never reached its snapshot's fsync")
+	}
+}
+
+// TestAStoreInADirectoryNotYetDurableSurvivesAPowerLoss creates a store in
+// a directory an installer made without an fsync (mkdir -p), and opens a
+// store file copied into such a directory, then deploys: every image a
+// power loss could leave holds the deploy. Before Create and Open fsynced
+// the directories above the store's, the directory's entry was lost in the
+// images that keep only fsynced entries, and the acknowledged deploy with
+// it.
+func TestAStoreInADirectoryNotYetDurableSurvivesAPowerLoss(t *testing.T) {
+	capacity := GenerousCapacity
+	for _, how := range []string{"create", "open"} {
+		t.Run(how, func(t *testing.T) {
+			pfs := newPowerFSWithSrv(t)
+			if err := pfs.MkdirAll(powerStoreDir); err != nil {
+				t.Fatal(err)
+			}
+			var c *Catalog
+			var err error
+			if how == "create" {
+				c, err = create(pfs, powerStoreDir, capacity)
+			} else {
+				data, _, eerr := encodeSnapshot(capacity, New(capacity).Pin(), 0)
+				if eerr != nil {
+					t.Fatal(eerr)
+				}
+				f, cerr := pfs.CreateTemp(powerStoreDir, StoreFileName)
+				if cerr != nil {
+					t.Fatal(cerr)
+				}
+				if _, werr := f.WriteAt(data, 0); werr != nil {
+					t.Fatal(werr)
+				}
+				c, err = open(pfs, powerStoreDir)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			mustDeploy(t, c, weighted("acme", "thumbs", 1))
+			pc := &powerLossCheck{capacity: capacity, dir: powerStoreDir, seen: map[string]bool{}}
+			pc.set(powerExpectation{views: []string{viewKey(capacity, c.Pin())}, issued: c.Generation()})
+			pc.take(pfs)
+			pc.verify(t)
+		})
+	}
+}
+
+// TestCompactionFsyncsTheDirectoryAndReleasesTheOldFileOutsideTheLock
+// runs a compaction to its end and looks at whether the catalog's mutex is
+// held when it fsyncs the directory after its rename and when it closes
+// the file it replaced: neither may be, since both cost what the file
+// system makes them cost (a directory fsync, freeing the old file's
+// blocks) and writers wait for whatever the mutex covers. Before, both ran
+// under the mutex. The first change after it is acknowledged only once
+// that fsync is done.
+func TestCompactionFsyncsTheDirectoryAndReleasesTheOldFileOutsideTheLock(t *testing.T) {
+	capacity := GenerousCapacity
+	pfs := newPowerFSWithSrv(t)
+	c, err := create(pfs, powerStoreDir, capacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.store.rewriteFloor = 0
+	held, release := make(chan struct{}), make(chan struct{})
+	var once, released sync.Once
+	releaseIt := func() { released.Do(func() { close(release) }) }
+	defer releaseIt()
+	pfs.beforeSync = func(_ string, first bool) {
+		if first {
+			once.Do(func() {
+				close(held)
+				<-release
+			})
+		}
+	}
+	startCompaction(t, c, held, releaseIt)
+	c.mu.Lock()
+	comp, old := c.store.compaction, c.store.file.(*powerHandle)
+	c.mu.Unlock()
+	// From here to comp.done only the compaction's goroutine uses the
+	// mutex and the file system, so TryLock tells whether it holds it.
+	lockedAt := map[string]bool{}
+	var mu sync.Mutex
+	observe := func(what string) {
+		free := c.mu.TryLock()
+		if free {
+			c.mu.Unlock()
+		}
+		mu.Lock()
+		lockedAt[what] = !free
+		mu.Unlock()
+	}
+	pfs.onSyncDir = func(dir string) {
+		if dir == powerStoreDir {
+			observe("the directory fsync")
+		}
+	}
+	pfs.onClose = func(h *powerHandle) {
+		if h == old {
+			observe("the old file's close")
+		}
+	}
+	releaseIt()
+	<-comp.done
+	pfs.onSyncDir, pfs.onClose = nil, nil
+	if !comp.swapped {
+		t.Fatal("the compaction did not swap its file")
+	}
+	for _, what := range []string{"the directory fsync", "the old file's close"} {
+		locked, seen := lockedAt[what]
+		switch {
+		case !seen:
+			t.Errorf("the compaction did not run %s", what)
+		case locked:
+			t.Errorf("the compaction ran %s under the catalog's mutex", what)
+		}
+	}
+	// The store appends to the compacted file, and a change reopens.
+	mustDeploy(t, c, weighted("acme", "after", 1))
+	want := viewKey(capacity, c.Pin())
+	reopened, err := open(pfs.image(tearModes[0], false), powerStoreDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	if viewKey(capacity, reopened.Pin()) != want {
+		t.Fatalf("reopened at generation %d, want %d", reopened.Generation(), c.Generation())
+	}
+}
+
+// TestAChangeAfterACompactionWaitsForItsDirectoryFsync holds a
+// compaction's directory fsync after its rename and deploys meanwhile: the
+// deploy does not return before that fsync has, since until then a power
+// loss could undo the rename and the change with it; and when the fsync
+// fails the deploy fails (its outcome unknown) and the next one rewrites
+// the store.
+func TestAChangeAfterACompactionWaitsForItsDirectoryFsync(t *testing.T) {
+	capacity := GenerousCapacity
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fsync fails %v", fail), func(t *testing.T) {
+			pfs := newPowerFSWithSrv(t)
+			c, err := create(pfs, powerStoreDir, capacity)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.store.rewriteFloor = 0
+			// The compaction is held at its snapshot's fsync while the
+			// test deploys to start it, then at its directory fsync.
+			held, inSync := make(chan struct{}), make(chan struct{})
+			holdSnapshot, holdSync := make(chan struct{}), make(chan struct{})
+			var snapOnce, syncOnce, releasedSnap, releasedSync sync.Once
+			releaseSnap := func() { releasedSnap.Do(func() { close(holdSnapshot) }) }
+			releaseIt := func() { releasedSync.Do(func() { close(holdSync) }) }
+			defer releaseIt()
+			defer releaseSnap()
+			pfs.beforeSync = func(_ string, first bool) {
+				if first {
+					snapOnce.Do(func() {
+						close(held)
+						<-holdSnapshot
+					})
+				}
+			}
+			syncFailure := errors.New("injected directory fsync failure")
+			pfs.onSyncDir = func(string) {
+				syncOnce.Do(func() {
+					close(inSync)
+					<-holdSync
+				})
+			}
+			var failed atomic.Bool // only the compaction's fsync fails
+			c.store.fs = &failingSyncDirFS{powerFS: pfs, fail: func() error {
+				if fail && !failed.Swap(true) {
+					return syncFailure
+				}
+				return nil
+			}}
+			startCompaction(t, c, held, releaseSnap)
+			releaseSnap()
+			select {
+			case <-inSync:
+			case <-time.After(time.Minute):
+				t.Fatal("the compaction never reached its directory fsync")
+			}
+			deployed := make(chan error, 1)
+			go func() {
+				_, err := c.Deploy(weighted("acme", "meanwhile", 7))
+				deployed <- err
+			}()
+			select {
+			case err := <-deployed:
+				t.Fatalf("a deploy returned (%v) while the compaction's directory fsync was held", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			releaseIt()
+			err = <-deployed
+			if !fail {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var se *StoreError
+			if !errors.As(err, &se) || se.Op != "fsync directory" || !errors.Is(err, syncFailure) {
+				t.Fatalf("deploy after a failed directory fsync = %v", err)
+			}
+			mustDeploy(t, c, weighted("acme", "after", 1))
+			want := viewKey(capacity, c.Pin())
+			reopened, err := open(pfs.image(tearModes[0], false), powerStoreDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer reopened.Close()
+			if viewKey(capacity, reopened.Pin()) != want {
+				t.Fatalf("reopened at generation %d, want %d", reopened.Generation(), c.Generation())
+			}
+		})
+	}
+}
+
+// failingSyncDirFS is a powerFS whose directory fsyncs fail when fail,
+// or failDir for that directory, says.
+type failingSyncDirFS struct {
+	*powerFS
+	fail    func() error
+	failDir func(dir string) error
+}
+
+func (f *failingSyncDirFS) SyncDir(dir string) error {
+	if f.failDir != nil {
+		if err := f.failDir(dir); err != nil {
+			return err
+		}
+	}
+	if err := f.fail(); err != nil {
+		if f.powerFS.onSyncDir != nil {
+			f.powerFS.onSyncDir(dir)
+		}
+		return err
+	}
+	return f.powerFS.SyncDir(dir)
+}
+
+// TestCreateSkipsAnUnreadableDirectoryAboveTheParent: a directory above
+// the store directory's parent that cannot be opened for an fsync (search
+// permission only) does not fail Create; the parent itself must be
+// fsynced, and any other failure fails it.
+func TestCreateSkipsAnUnreadableDirectoryAboveTheParent(t *testing.T) {
+	for _, tt := range []struct {
+		unreadable string
+		err        error
+		fails      bool
+	}{
+		{"/srv", fs.ErrPermission, false},
+		{"/srv/latent/new", fs.ErrPermission, true},
+		{"/srv", errors.New("injected I/O error"), true},
+	} {
+		pfs := newPowerFSWithSrv(t)
+		fsys := &failingSyncDirFS{powerFS: pfs}
+		fsys.fail = func() error { return nil }
+		fsys.failDir = func(d string) error {
+			if d == tt.unreadable {
+				return tt.err
+			}
+			return nil
+		}
+		c, err := create(fsys, powerStoreDir, GenerousCapacity)
+		if tt.fails {
+			var se *StoreError
+			if !errors.As(err, &se) || se.File != tt.unreadable || !errors.Is(err, tt.err) {
+				t.Fatalf("%s failing with %v: Create = %v, want a StoreError naming it", tt.unreadable, tt.err, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s failing with %v: Create = %v", tt.unreadable, tt.err, err)
+		}
+		_ = c.Close()
 	}
 }

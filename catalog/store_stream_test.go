@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -39,8 +40,8 @@ func (c *countingFS) ReadFile(name string) ([]byte, error) {
 	return data, err
 }
 
-func (c *countingFS) OpenRead(string) (io.ReadCloser, error) {
-	return io.NopCloser(&countingReader{fs: c, r: bytes.NewReader(*c.data)}), nil
+func (c *countingFS) OpenRead(string) (readerAtCloser, error) {
+	return nopCloser{&countingReader{fs: c, r: bytes.NewReader(*c.data)}}, nil
 }
 
 func (c *countingFS) Size(name string) (int64, error) {
@@ -52,11 +53,11 @@ func (c *countingFS) Size(name string) (int64, error) {
 
 type countingReader struct {
 	fs *countingFS
-	r  io.Reader
+	r  io.ReaderAt
 }
 
-func (r *countingReader) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
+func (r *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := r.r.ReadAt(p, off)
 	c := r.fs
 	c.read += int64(n)
 	if c.heapEvery > 0 && c.read >= c.nextHeap {
@@ -76,9 +77,11 @@ func liveHeap() uint64 {
 func TestOpenStopsAtTheFirstBadRecord(t *testing.T) {
 	// A good header, then 8 MiB of random bytes: refused at record 1,
 	// having read no more than one buffer of them.
-	w := &recordWriter{buf: []byte(storeMagic)}
-	w.record(recordHeader, headerPayload(GenerousCapacity))
-	data := w.buf
+	snapshot, _, err := encodeSnapshot(GenerousCapacity, New(GenerousCapacity).Pin(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := snapshot[:headerBytes(storeVersion, GenerousCapacity)]
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 8 << 20 {
 		data = append(data, byte(rng.Uint32()))
@@ -196,5 +199,106 @@ func TestATornTransactionOfValidRecordsIsDroppedWhole(t *testing.T) {
 			t.Fatalf("cut after %d bytes: opened at generation %d", cut, c.Generation())
 		}
 		_ = c.Close()
+	}
+}
+
+// oneBigTransaction returns a store of one deployment followed by one
+// transaction of about size bytes, committed or cut off just before its
+// commit, and the length of the transaction and of its largest record.
+// Its records are deletes of a pair that is not deployed (never applied,
+// since such a transaction is never committed), or deployments of new
+// pairs.
+func oneBigTransaction(t *testing.T, size int, deletes, committed bool) (data []byte, txBytes, largest int) {
+	t.Helper()
+	model := New(GenerousCapacity)
+	mustDeploy(t, model, weighted("acme", "thumbs", 1))
+	data, chain, err := encodeSnapshot(GenerousCapacity, model.Pin(), model.Generation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := model.Generation() + 1
+	routes := weighted("acme", "x", 1).Routes
+	var changes []change
+	for i, n := 0, 0; n < size; i++ {
+		// The deletes name one pair, in records of 45 bytes: the
+		// transaction never commits, so they are never applied.
+		key := DeploymentKey{Tenant: "a", Service: "b"}
+		ch := change{key: key}
+		if !deletes {
+			key = DeploymentKey{Tenant: fmt.Sprintf("tenant-%07d", i), Service: "svc"}
+			if ch.dep, err = compileDeployment(&Deployment{Tenant: key.Tenant, Service: key.Service, Routes: routes}, g); err != nil {
+				t.Fatal(err)
+			}
+		}
+		records, _, err := encodeChanges([]change{ch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(records)
+		changes = append(changes, ch)
+	}
+	records, _, err := encodeChanges(changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for at := 0; at < len(records); {
+		n := frameBytes + int(binary.BigEndian.Uint32(records[at+1:]))
+		largest = max(largest, n)
+		at += n
+	}
+	tx, _, err := encodeTransaction(changes, g, g, chain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !committed {
+		tx = tx[:len(records)]
+	}
+	return append(data, tx...), len(tx), largest
+}
+
+// TestOpenHoldsAtMostTwiceItsLargestTransaction opens stores whose largest
+// transaction is 16 MiB, committed or not, and samples the live heap
+// every MiB Open reads: beyond the view it returns, it never grows by more
+// than twice that transaction, twice its largest record and 1 MiB (the
+// bound docs/catalog-store.md states). Open held every record of the
+// transaction it was reading, each in its own allocation with a 56-byte
+// slice entry beside it, so an uncommitted transaction of small records
+// took about three times its size; a 1 GiB one, 7.3 GB.
+func TestOpenHoldsAtMostTwiceItsLargestTransaction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and reads 16 MiB stores")
+	}
+	for _, tt := range []struct {
+		name               string
+		deletes, committed bool
+	}{
+		{"an uncommitted transaction of deletes", true, false},
+		{"an uncommitted transaction of deployments", false, false},
+		{"a committed transaction of deployments", false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			data, txBytes, largest := oneBigTransaction(t, 16<<20, tt.deletes, tt.committed)
+			fsys := newCountingFS(data)
+			data = nil
+			fsys.heapEvery = 1 << 20
+			fsys.nextHeap = fsys.heapEvery
+			base := liveHeap()
+			c, err := open(fsys, "in-memory")
+			if err != nil {
+				t.Fatal(err)
+			}
+			view := int64(liveHeap()) - int64(base)
+			defer c.Close()
+			if tt.committed != (c.Pin().Len() > 1) {
+				t.Fatalf("opened with %d deployments; the transaction committed: %v", c.Pin().Len(), tt.committed)
+			}
+			grew := int64(fsys.maxHeap) - int64(base)
+			bound := max(view, 0) + 2*int64(txBytes) + 2*int64(largest) + 1<<20
+			t.Logf("transaction %d bytes, largest record %d, view %d: the live heap grew by at most %d (%.2fx the transaction), bound %d",
+				txBytes, largest, view, grew, float64(grew)/float64(txBytes), bound)
+			if grew > bound {
+				t.Fatalf("the live heap grew by %d bytes reading a %d-byte transaction (view %d bytes), over the bound %d", grew, txBytes, view, bound)
+			}
+		})
 	}
 }

@@ -154,8 +154,8 @@ type bytesFS struct {
 }
 
 func (b bytesFS) ReadFile(string) ([]byte, error) { return bytes.Clone(*b.data), nil }
-func (b bytesFS) OpenRead(string) (io.ReadCloser, error) {
-	return io.NopCloser(bytes.NewReader(bytes.Clone(*b.data))), nil
+func (b bytesFS) OpenRead(string) (readerAtCloser, error) {
+	return nopCloser{bytes.NewReader(bytes.Clone(*b.data))}, nil
 }
 func (b bytesFS) Size(string) (int64, error)     { return int64(len(*b.data)), nil }
 func (b bytesFS) SyncDir(string) error           { return nil }
@@ -243,8 +243,13 @@ func TestOpenRefusesAMissingStore(t *testing.T) {
 func TestEveryTruncationOpensAtTheLastCommitBeforeIt(t *testing.T) {
 	log := logWithHistory(t)
 	for n := range len(log.data) + 1 {
-		c, err := openBytes(t, log.data[:n])
 		at := log.lastCommitAt(n)
+		// As the file was while the transaction cut was the last append.
+		data := log.data[:n]
+		if at >= 0 {
+			data = durableTo(data, log.commits[at].end)
+		}
+		c, err := openBytes(t, data)
 		if at < 0 {
 			if c != nil {
 				t.Fatalf("a store cut to %d of %d bytes, before its first commit, opened", n, len(log.data))
@@ -270,11 +275,20 @@ func TestOpenRefusesEveryFlippedByte(t *testing.T) {
 		damaged := bytes.Clone(data)
 		damaged[i] ^= 0x20
 		c, err := openBytes(t, damaged)
-		if c != nil {
+		if c != nil && (i < len(storeMagic) || i >= preambleBytes) {
 			t.Fatalf("a store with byte %d flipped opened", i)
 		}
 		if i < len(storeMagic) {
 			assertStoreError(t, err, ErrMalformed, "not a catalog store")
+			continue
+		}
+		if i < preambleBytes {
+			// One durable-end slot reads as one whose write was torn;
+			// the other still says how far the file was durable.
+			if err != nil {
+				t.Fatalf("a store with byte %d, in a durable-end slot, flipped: %v", i, err)
+			}
+			_ = c.Close()
 			continue
 		}
 		// A flip in a length or a kind fails the record header's CRC; a

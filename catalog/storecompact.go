@@ -1,5 +1,7 @@
 package catalog
 
+import "time"
+
 // compaction is a rewrite of the store that runs in its own goroutine, so
 // that writers never wait for a time that grows with the catalog: it
 // writes a snapshot of the view it started from to a temporary file
@@ -20,6 +22,13 @@ type compaction struct {
 	abandoned bool
 	// pending is the transactions appended since snapshot, in order.
 	pending []pendingTransaction
+
+	// Set by the goroutine before done closes: the result of the
+	// directory fsync after the rename; for benchmarks, whether it
+	// swapped the files, and how long it held the catalog's mutex.
+	syncErr error
+	swapped bool
+	locked  time.Duration
 }
 
 // pendingTransaction is a transaction appended during a compaction, kept
@@ -59,6 +68,16 @@ func (s *store) commitLocked(capacity Capacity, next *Pin, changes []change, iss
 	if s.file == nil || s.end+int64(len(tx)) > maxStoreBytes {
 		return nil, s.rewriteLocked(capacity, next, issued, live)
 	}
+	// The file is durable up to s.end: say so in a slot, in the same
+	// fsync as the append, so that Open can tell a torn append from
+	// zeros over transactions already acknowledged.
+	if s.slotted {
+		if _, err := s.file.WriteAt(encodeSlot(s.slot, s.end), slotAt(s.slot)); err != nil {
+			s.dropFileLocked()
+			return nil, &StoreError{File: s.path, Record: -1, Op: "write", Cause: err}
+		}
+		s.slot ^= 1
+	}
 	if _, err := s.file.WriteAt(tx, s.end); err != nil {
 		s.dropFileLocked()
 		return nil, &StoreError{File: s.path, Record: -1, Op: "write", Cause: err}
@@ -66,6 +85,11 @@ func (s *store) commitLocked(capacity Capacity, next *Pin, changes []change, iss
 	if err := s.file.Sync(); err != nil {
 		s.dropFileLocked()
 		return nil, &StoreError{File: s.path, Record: -1, Op: "fsync", Cause: err}
+	}
+	// The file may be one a compaction renamed over the store: the change
+	// is durable only once that rename is. Its fsync ran meanwhile.
+	if err := s.settleLocked(); err != nil {
+		return nil, err
 	}
 	s.end += int64(len(tx))
 	s.chain, s.live = chain, live
@@ -81,14 +105,26 @@ func (s *store) commitLocked(capacity Capacity, next *Pin, changes []change, iss
 	return s.compaction, nil
 }
 
+// catchUpRounds is how many times a compaction appends what was committed
+// meanwhile without the catalog's mutex before it takes the mutex for the
+// rest: each round appends what the writers committed during the last
+// one, so under a steady load the last, locked round is short.
+const catchUpRounds = 4
+
 // compact runs comp, a compaction of c's store (see compaction), to the
-// end: it writes the snapshot without c.mu, then takes c.mu to catch up
-// and swap the files. If the catalog closed, the store dropped its file,
-// or any step before the rename failed, it removes its temporary file and
-// the store goes on appending to the file it has; the next change that
-// leaves too much garbage starts another. A failure after the rename
-// leaves the store with no file to append to, as a failed rewrite does,
-// so the next change rewrites it whole.
+// end. Without c.mu it writes the snapshot and fsyncs it, then, in up to
+// catchUpRounds rounds, appends and fsyncs the transactions committed
+// meanwhile. Under c.mu it appends and fsyncs the few committed since,
+// renames the file over the store and makes it the one the store appends
+// to. Then, without c.mu again, it fsyncs the directory and closes the old
+// file; until that fsync is done no change appended to the new file is
+// acknowledged (store.settleLocked waits for it), since a power loss could
+// still undo the rename. If the catalog closed, the store dropped its
+// file, or any step before the rename failed, it removes its temporary
+// file and the store goes on appending to the file it has; the next
+// change that leaves too much garbage starts another. A failed directory
+// fsync leaves the store with no file to append to, as a failed rewrite
+// does, so the next change rewrites it whole.
 func (c *Catalog) compact(comp *compaction) {
 	defer close(comp.done)
 	s := c.store
@@ -97,50 +133,108 @@ func (c *Catalog) compact(comp *compaction) {
 	if err == nil {
 		f, err = s.fs.CreateTemp(s.dir, tempPattern)
 	}
+	end := int64(len(data))
 	if err == nil {
 		if _, err = f.WriteAt(data, 0); err == nil {
 			err = f.Sync()
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s.compaction = nil
+	data = nil
+	// appendPending seals pending after chain and appends it to f at end,
+	// then fsyncs f.
+	appendPending := func(pending []pendingTransaction) error {
+		if len(pending) == 0 {
+			return nil
+		}
+		var tail []byte
+		for _, tx := range pending {
+			var sealed []byte
+			sealed, chain = sealTransaction(tx.records, tx.count, tx.generation, tx.issued, chain)
+			tail = append(tail, sealed...)
+		}
+		if _, err := f.WriteAt(tail, end); err != nil {
+			return err
+		}
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		end += int64(len(tail))
+		return nil
+	}
 	discard := func() {
 		if f != nil {
 			_ = f.Close()
 			_ = s.fs.Remove(f.Name())
 		}
 	}
-	if err != nil || comp.abandoned || c.closed {
-		discard()
-		return
+	// takePending takes the transactions committed since the last call,
+	// and reports whether the compaction is still wanted.
+	takePending := func() ([]pendingTransaction, bool) {
+		if comp.abandoned || c.closed {
+			s.compaction = nil
+			return nil, false
+		}
+		pending := comp.pending
+		comp.pending = nil
+		return pending, true
 	}
-	end := int64(len(data))
-	var tail []byte
-	for _, tx := range comp.pending {
-		var sealed []byte
-		sealed, chain = sealTransaction(tx.records, tx.count, tx.generation, tx.issued, chain)
-		tail = append(tail, sealed...)
-	}
-	if len(tail) > 0 {
-		if _, err := f.WriteAt(tail, end); err != nil {
+	for round := 0; err == nil && round < catchUpRounds; round++ {
+		c.mu.Lock()
+		pending, wanted := takePending()
+		c.mu.Unlock()
+		if !wanted {
 			discard()
 			return
 		}
-		if err := f.Sync(); err != nil {
-			discard()
-			return
+		if len(pending) == 0 {
+			break
 		}
-		end += int64(len(tail))
+		err = appendPending(pending)
 	}
-	if err := s.fs.Rename(f.Name(), s.path); err != nil {
+	c.mu.Lock()
+	lockedAt := time.Now()
+	pending, wanted := takePending()
+	if err == nil && wanted {
+		err = appendPending(pending)
+	}
+	if err == nil && wanted {
+		err = s.fs.Rename(f.Name(), s.path)
+	}
+	if err != nil || !wanted {
+		s.compaction = nil
+		comp.locked = time.Since(lockedAt)
+		c.mu.Unlock()
 		discard()
 		return
 	}
-	s.dropFileLocked()
-	if err := s.fs.SyncDir(s.dir); err != nil {
-		_ = f.Close()
-		return
-	}
+	old := s.file
 	s.file, s.end, s.chain = f, end, chain
+	s.header, s.slotted, s.slot = headerBytes(storeVersion, comp.capacity), true, 0
+	s.compaction, s.settling = nil, comp
+	comp.swapped = true
+	comp.locked = time.Since(lockedAt)
+	c.mu.Unlock()
+	comp.syncErr = s.fs.SyncDir(s.dir)
+	if old != nil {
+		_ = old.Close()
+	}
+}
+
+// settleLocked waits until the directory fsync of the last compaction, if
+// it is still running, is done. A change appended to the file a
+// compaction renamed is acknowledged only after that. When it failed, the
+// rename may not survive a power loss, so the store drops its file (the
+// next write rewrites it) and settleLocked returns the failure.
+func (s *store) settleLocked() error {
+	comp := s.settling
+	if comp == nil {
+		return nil
+	}
+	<-comp.done
+	s.settling = nil
+	if comp.syncErr != nil {
+		s.dropFileLocked()
+		return &StoreError{File: s.dir, Record: -1, Op: "fsync directory", Cause: comp.syncErr}
+	}
+	return nil
 }

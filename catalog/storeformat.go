@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -12,9 +11,10 @@ import (
 	"strings"
 )
 
-// Store file layout, format version 3 (see doc.go, "Store format"):
+// Store file layout, format version 4 (see docs/catalog-store.md):
 //
-//	file        = magic header transaction...
+//	file        = magic slot slot header transaction...
+//	slot        = durable end(8, big endian) crc32c(slot number|durable end)(4)
 //	record      = kind(1) length(4, big endian) crc32c(kind|length)(4)
 //	              payload(length) sha256(kind|length|payload)(32)
 //	transaction = change... commit
@@ -27,11 +27,24 @@ import (
 // its deletes by (tenant, service). A commit records the generation, the
 // highest generation handed out, the number of records of its transaction
 // and a chain digest: SHA-256 of the previous commit's digest (for the
-// snapshot, SHA-256 of the magic and header) followed by the bytes of the
-// transaction's records.
+// snapshot, SHA-256 of the magic and header record) followed by the bytes
+// of the transaction's records. The two slots say up to which byte the
+// file was durable: an append overwrites one of them in turn, in the same
+// fsync, with the offset it appends at (the end of the last commit, made
+// durable by the fsync before). Format 3 is the same without the slots.
 const (
-	storeMagic     = "LATCAT\x00\x03"
-	storeVersion   = 3
+	storeMagic   = "LATCAT\x00\x04"
+	storeVersion = 4
+	// storeMagicV3 begins a format 3 store: no durable-end slots.
+	storeMagicV3   = "LATCAT\x00\x03"
+	storeVersionV3 = 3
+	// slotBytes is one durable-end slot: the offset up to which the file
+	// was durable, 8 bytes big endian, and a CRC-32C of the slot's number
+	// and that offset. Format 4 keeps two after the magic; an append
+	// overwrites them in turn.
+	slotBytes = 8 + 4
+	// preambleBytes is the magic and the two slots of format 4.
+	preambleBytes  = 8 + 2*slotBytes
 	recordHeader   = 'H'
 	recordDeploy   = 'D'
 	recordRoute    = 'R'
@@ -116,6 +129,32 @@ func deletePayload(key DeploymentKey) []byte {
 	return appendString(appendString(nil, key.Tenant), key.Service)
 }
 
+// slotAt is the offset of durable-end slot i (0 or 1).
+func slotAt(i int) int64 { return int64(len(storeMagic) + i*slotBytes) }
+
+// encodeSlot is durable-end slot i saying the file is durable up to end.
+func encodeSlot(i int, end int64) []byte {
+	b := binary.BigEndian.AppendUint64(nil, uint64(end))
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(append([]byte{byte(i)}, b...), castagnoli))
+}
+
+// decodeSlot returns what slot i, its slotBytes bytes in b, says, and
+// whether its CRC checks.
+func decodeSlot(i int, b []byte) (int64, bool) {
+	end := binary.BigEndian.Uint64(b)
+	ok := crc32.Checksum(append([]byte{byte(i)}, b[:8]...), castagnoli) == binary.BigEndian.Uint32(b[8:])
+	return int64(min(end, 1<<62)), ok
+}
+
+// headerBytes is the length of a store's magic, slots and header record.
+func headerBytes(version uint64, capacity Capacity) int64 {
+	n := int64(frameBytes + len(headerPayload(capacity)))
+	if version == storeVersionV3 {
+		return n + int64(len(storeMagicV3))
+	}
+	return n + preambleBytes
+}
+
 func headerPayload(capacity Capacity) []byte {
 	b := binary.AppendUvarint(nil, storeVersion)
 	b = binary.AppendUvarint(b, capacity.MaxRevisions)
@@ -162,9 +201,10 @@ func encodeSnapshot(capacity Capacity, pin *Pin, issued uint64) ([]byte, [sha256
 		}
 		return strings.Compare(a.service, b.service)
 	})
-	w := &recordWriter{buf: []byte(storeMagic)}
+	w := &recordWriter{buf: make([]byte, preambleBytes)}
+	copy(w.buf, storeMagic)
 	w.record(recordHeader, headerPayload(capacity))
-	chain := sha256.Sum256(w.buf)
+	chain := chainStart(storeMagic, w.buf[preambleBytes:])
 	start := len(w.buf)
 	w.records = 0
 	for _, dep := range deps {
@@ -178,7 +218,23 @@ func encodeSnapshot(capacity Capacity, pin *Pin, issued uint64) ([]byte, [sha256
 	if len(w.buf) > maxStoreBytes {
 		return nil, chain, errStoreTooLarge
 	}
+	// A snapshot is durable whole before anything reads it (it is
+	// fsynced before it is renamed into place).
+	for i := range 2 {
+		copy(w.buf[slotAt(i):], encodeSlot(i, int64(len(w.buf))))
+	}
 	return w.buf, chain, nil
+}
+
+// chainStart is the chain digest before a store's first transaction:
+// SHA-256 of its magic and its header record (not its slots).
+func chainStart(magic string, header []byte) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write([]byte(magic))
+	h.Write(header)
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
 }
 
 // encodeTransaction encodes changes as one transaction to append to a
@@ -232,7 +288,8 @@ func compareUint64(a, b uint64) int {
 }
 
 // frame is one checksummed record of a store file: raw is all of its
-// bytes, payload the part of them after the frame header.
+// bytes, payload the part of them after the frame header; sum, the last
+// 32 bytes of raw, is its checked SHA-256.
 type frame struct {
 	kind    byte
 	payload []byte
@@ -256,24 +313,71 @@ func formatFailure(record int, reason error, detail string) *formatError {
 // pass it fails.
 const maxStoreBytes = 1 << 30
 
-// logReader reads the records of a store file front to back.
+// logReader reads the records of a store file, front to back, through a
+// window of readWindow bytes, and can go back to read a transaction again
+// (seek). The bytes of the record it read last sit in one buffer it
+// reuses, as large as the largest record so far: a frame it returns is
+// only valid until the next read.
 type logReader struct {
-	r    *bufio.Reader
-	at   int64 // offset of the next byte r returns
+	r    io.ReaderAt
+	at   int64 // offset of the next byte read returns
 	size int64 // of the whole file
+	// tornAt is where the torn tail that readFrame last reported begins:
+	// the first of the zeros, or the end of the file.
+	tornAt int64
+	window []byte
+	winAt  int64  // offset of window[0]
+	win    []byte // the bytes of the file from winAt in window
+	record []byte
 }
+
+// readWindow is how much of the file a logReader reads at once.
+const readWindow = 64 << 10
+
+func newLogReader(r io.ReaderAt, size int64) *logReader {
+	return &logReader{r: r, size: size, window: make([]byte, readWindow)}
+}
+
+// seek makes at the offset of the next byte read returns.
+func (lr *logReader) seek(at int64) { lr.at = at }
 
 // read fills p from the file; the file holds at least that much.
 func (lr *logReader) read(p []byte) error {
-	n, err := io.ReadFull(lr.r, p)
-	lr.at += int64(n)
-	if errors.Is(err, io.EOF) {
-		err = io.ErrUnexpectedEOF // the file is shorter than its size
+	for len(p) > 0 {
+		if lr.at >= lr.winAt && lr.at < lr.winAt+int64(len(lr.win)) {
+			n := copy(p, lr.win[lr.at-lr.winAt:])
+			p, lr.at = p[n:], lr.at+int64(n)
+			continue
+		}
+		if len(p) >= len(lr.window) {
+			n, err := lr.r.ReadAt(p, lr.at)
+			lr.at += int64(n)
+			if n == len(p) {
+				return nil
+			}
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF // the file is shorter than its size
+			}
+			return err
+		}
+		want := int(min(int64(len(lr.window)), lr.size-lr.at))
+		if want <= 0 {
+			return io.ErrUnexpectedEOF
+		}
+		n, err := lr.r.ReadAt(lr.window[:want], lr.at)
+		if n < want {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		lr.winAt, lr.win = lr.at, lr.window[:n]
 	}
-	return err
+	return nil
 }
 
-// readFrame reads the next record, record number index of the file. torn
+// readFrame reads the next record, record number index of the file, into
+// the reader's record buffer: the frame is valid until the next read. torn
 // reports what an interrupted append leaves instead of a record: the file
 // ends inside it, or it fails to check and the file ends in zero bytes
 // that begin inside it (a file that grew before all of its data reached
@@ -284,6 +388,8 @@ func (lr *logReader) read(p []byte) error {
 // reading: only a run of zeros is read past it, and only as far as it
 // goes.
 func (lr *logReader) readFrame(index int) (f frame, torn bool, ferr *formatError, err error) {
+	start := lr.at
+	lr.tornAt = lr.size
 	if lr.size-lr.at < frameHeaderBytes {
 		return frame{}, true, nil, nil
 	}
@@ -292,7 +398,8 @@ func (lr *logReader) readFrame(index int) (f frame, torn bool, ferr *formatError
 		return frame{}, false, nil, err
 	}
 	if crc32.Checksum(header[:5], castagnoli) != binary.BigEndian.Uint32(header[5:]) {
-		if torn, err := lr.zeroedFrom(header[:], nil); torn || err != nil {
+		if torn, from, err := lr.zeroedFrom(header[:], nil); torn || err != nil {
+			lr.tornAt = start + int64(from)
 			return frame{}, torn, nil, err
 		}
 		return frame{}, false, formatFailure(index, ErrChecksumMismatch, "record header"), nil
@@ -305,7 +412,10 @@ func (lr *logReader) readFrame(index int) (f frame, torn bool, ferr *formatError
 	if lr.size-lr.at < int64(bodyEnd-frameHeaderBytes+sha256.Size) {
 		return frame{}, true, nil, nil
 	}
-	raw := make([]byte, bodyEnd+sha256.Size)
+	if cap(lr.record) < bodyEnd+sha256.Size {
+		lr.record = make([]byte, bodyEnd+sha256.Size)
+	}
+	raw := lr.record[:bodyEnd+sha256.Size]
 	copy(raw, header[:])
 	if err := lr.read(raw[frameHeaderBytes:]); err != nil {
 		return frame{}, false, nil, err
@@ -316,7 +426,8 @@ func (lr *logReader) readFrame(index int) (f frame, torn bool, ferr *formatError
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	if !bytes.Equal(sum[:], raw[bodyEnd:]) {
-		if torn, err := lr.zeroedFrom(raw, sum[:]); torn || err != nil {
+		if torn, from, err := lr.zeroedFrom(raw, sum[:]); torn || err != nil {
+			lr.tornAt = start + int64(from)
 			return frame{}, torn, nil, err
 		}
 		return frame{}, false, formatFailure(index, ErrChecksumMismatch, ""), nil
@@ -332,28 +443,28 @@ func (lr *logReader) readFrame(index int) (f frame, torn bool, ferr *formatError
 // damaged byte elsewhere cannot make such a run: a committed store ends
 // in a SHA-256, and every record in one. It reads the rest of the file
 // only while it holds zeros.
-func (lr *logReader) zeroedFrom(record, sum []byte) (bool, error) {
+func (lr *logReader) zeroedFrom(record, sum []byte) (torn bool, from int, err error) {
 	zeros := len(record)
 	for zeros > 0 && record[zeros-1] == 0 {
 		zeros--
 	}
 	if zeros == len(record) {
-		return false, nil
+		return false, 0, nil
 	}
 	if sumAt := len(record) - sha256.Size; sum != nil && zeros > sumAt && !bytes.Equal(record[sumAt:zeros], sum[:zeros-sumAt]) {
-		return false, nil
+		return false, 0, nil
 	}
 	buf := make([]byte, 32<<10)
 	for lr.at < lr.size {
 		n := int(min(int64(len(buf)), lr.size-lr.at))
 		if err := lr.read(buf[:n]); err != nil {
-			return false, err
+			return false, 0, err
 		}
 		for _, c := range buf[:n] {
 			if c != 0 {
-				return false, nil
+				return false, 0, nil
 			}
 		}
 	}
-	return true, nil
+	return true, zeros, nil
 }
