@@ -10,8 +10,10 @@ import (
 	"sync"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 )
 
 // Broker holds this node's slices of the fleet-limited tenants' limits in
@@ -32,7 +34,7 @@ type Broker struct {
 	lease     clientv3.LeaseID // guarded by mu; 0: none
 	gen       uint64           // guarded by mu; changes with every lease gained or lost
 	expiresBy time.Time        // guarded by mu; send time of the last grant or keep-alive that succeeded, plus its TTL
-	etcdState string           // guarded by mu; the failure last logged, "" when etcd answers
+	failing   map[string]bool  // guarded by mu; the kinds of failure logged since etcd last answered
 }
 
 // tenantState is one fleet-limited tenant. Its keys and margin never
@@ -59,7 +61,7 @@ func New(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: c, params: shareParams{aheadFraction: c.AheadFraction, minAhead: c.MinAhead}}
+	b := &Broker{cfg: c, params: shareParams{aheadFraction: c.AheadFraction, minAhead: c.MinAhead}, failing: map[string]bool{}}
 	names := make([]string, 0, len(c.Tenants))
 	for _, t := range c.Tenants {
 		names = append(names, t.Name)
@@ -480,32 +482,67 @@ func (b *Broker) failClosed(t *tenantState, gen uint64, problem error) {
 	}
 }
 
-// etcdFailed counts a failed request and logs when the kind of failure
-// differs from the last one logged.
+// etcdFailed counts a failed request and logs it when etcd answered the
+// last request, or when this kind of failure is new since it did: one
+// line per change of state, however long etcd stays away.
 func (b *Broker) etcdFailed(op string, err error) {
 	b.metrics.failure(op)
 	b.metrics.up.Set(0)
 	kind := failureKind(err)
 	b.mu.Lock()
-	changed := b.etcdState != kind
-	b.etcdState = kind
+	changed := !b.failing[kind]
+	b.failing[kind] = true
 	b.mu.Unlock()
-	if changed {
-		b.cfg.Logger.Warn("fleet: etcd request failed", "node", b.cfg.NodeID, "op", op, "endpoints", strings.Join(b.cfg.Client.Endpoints(), ","), "kind", kind, "error", err)
+	if !changed {
+		return
 	}
+	attrs := []any{"node", b.cfg.NodeID, "op", op, "endpoints", strings.Join(b.cfg.Client.Endpoints(), ","), "kind", kind, "error", err}
+	if kind == "timeout" {
+		if cause := b.diagnose(); cause != "" {
+			attrs = append(attrs, "connection", cause)
+		}
+	}
+	b.cfg.Logger.Warn("fleet: etcd request failed", attrs...)
+}
+
+// diagnose asks etcd once without waiting for a connection, so that a
+// request that timed out waiting for one is logged with why the
+// connection fails (refused, a certificate it does not trust). It runs
+// only when a failure is logged, at most once per kind and episode.
+func (b *Broker) diagnose() string {
+	conn := b.cfg.Client.ActiveConnection()
+	if conn == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.RequestTimeout)
+	defer cancel()
+	_, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{}, grpc.WaitForReady(false))
+	if err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // etcdAnswered logs once that etcd answers again.
 func (b *Broker) etcdAnswered() {
 	b.metrics.up.Set(1)
 	b.mu.Lock()
-	was := b.etcdState
-	b.etcdState = ""
+	var was []string
+	for k, on := range b.failing {
+		if on {
+			was = append(was, k)
+			b.failing[k] = false
+		}
+	}
 	b.mu.Unlock()
-	if was != "" {
-		b.cfg.Logger.Info("fleet: etcd answers again", "node", b.cfg.NodeID, "was", was)
+	if len(was) > 0 {
+		sort.Strings(was)
+		b.cfg.Logger.Info("fleet: etcd answers again", "node", b.cfg.NodeID, "was", strings.Join(was, ","))
 	}
 }
+
+// failureKinds are what failureKind returns.
+var failureKinds = []string{"timeout", "tls", "unavailable", "closed", "error"}
 
 // failureKind is the class of a failed request, which decides whether it
 // is logged again.

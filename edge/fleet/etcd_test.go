@@ -27,7 +27,7 @@ import (
 const etcdBinary = "/usr/bin/etcd"
 
 // patience bounds a wait for what must happen; it only bounds a hang.
-var patience = 20 * time.Second
+const patience = 2 * time.Minute
 
 // etcdServer is a real etcd process on loopback ports in a temporary
 // directory, stopped when the test ends.
