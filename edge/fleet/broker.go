@@ -238,6 +238,7 @@ func (b *Broker) leaseLost(lease clientv3.LeaseID) {
 		for _, t := range b.tenants {
 			t.has = 0
 			b.publishLocked(t, 0)
+			b.metrics.held.WithLabelValues(t.name).Set(0)
 		}
 	}
 	b.mu.Unlock()
