@@ -150,9 +150,9 @@ func (b *Broker) publishLocked(t *tenantState, slice int64) {
 	b.metrics.slice.WithLabelValues(t.name).Set(float64(slice))
 }
 
-// settle records has as t's slice in etcd and publishes it, and clears a
-// problem logged before.
-func (b *Broker) settle(t *tenantState, gen uint64, has int64) {
+// settle records has as t's slice in etcd, publishes admit (at most has)
+// as the slice to admit under, and clears a problem logged before.
+func (b *Broker) settle(t *tenantState, gen uint64, has, admit int64) {
 	b.mu.Lock()
 	if gen != b.gen {
 		b.mu.Unlock()
@@ -160,7 +160,7 @@ func (b *Broker) settle(t *tenantState, gen uint64, has int64) {
 	}
 	t.has = has
 	t.withdrawn = false
-	b.publishLocked(t, has)
+	b.publishLocked(t, min(admit, has))
 	b.metrics.held.WithLabelValues(t.name).Set(float64(has))
 	b.metrics.failClosed.WithLabelValues(t.name).Set(0)
 	cleared := t.problem

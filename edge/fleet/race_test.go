@@ -2,9 +2,11 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -71,4 +73,49 @@ func TestStaleReadLosesTheRace(t *testing.T) {
 	cancel()
 	<-done
 	checkHistory(t, admin, "acme", limit)
+}
+
+// TestNeverBelowLive: the limit is lowered under a node holding live
+// activations. The node stops admitting above its new share at once, but
+// its slice in etcd never drops below its live count; it returns the
+// rest as the activations end, down to the new limit.
+func TestNeverBelowLive(t *testing.T) {
+	e := startEtcd(t, nil)
+	admin := e.client(t)
+	setLimit(t, admin, "acme", "10")
+	n := startNode(t, e, "node-a", nil, []string{"acme"}, nil, nil)
+	held := 0
+	waitFor(t, "node-a to admit 6", func() bool {
+		for held < 6 && n.sink.Admit("acme") == nil {
+			held++
+		}
+		return held == 6
+	})
+	setLimit(t, admin, "acme", "3")
+	waitFor(t, "node-a to admit under the new limit", func() bool { return n.sink.slice("acme").slice <= 3 })
+	if err := n.sink.Admit("acme"); !errors.Is(err, errFull) {
+		t.Fatalf("with 6 live and a limit of 3 the sink answered %v, want full", err)
+	}
+	check := func() {
+		if s := slicesInEtcd(t, admin, "acme")["node-a"]; s < n.sink.Live("acme") {
+			t.Fatalf("node-a's slice in etcd is %d, below its live count %d", s, n.sink.Live("acme"))
+		}
+	}
+	for range 20 { // two rounds' worth of checks, every 10ms
+		check()
+		time.Sleep(10 * time.Millisecond)
+	}
+	for ; held > 0; held-- {
+		n.sink.Release("acme")
+		// New work waits until usage falls below the new share.
+		if live := n.sink.Live("acme"); live >= 3 {
+			if err := n.sink.Admit("acme"); !errors.Is(err, errFull) {
+				t.Fatalf("with %d live after a release and a limit of 3 the sink answered %v, want full", live, err)
+			}
+		}
+		check()
+		time.Sleep(testRefresh)
+		check()
+	}
+	waitFor(t, "node-a's slice to return down to the new limit", func() bool { return slicesInEtcd(t, admin, "acme")["node-a"] <= 3 })
 }

@@ -99,34 +99,36 @@ func (b *Broker) tryRound(ctx context.Context, t *tenantState) bool {
 		}
 	}
 	entitled := b.params.entitled(v.limit, needs, self)
-	next := decide(has, live, need, ahead, entitled, v.limit-v.others-has)
+	admit := decide(has, need, ahead, entitled, v.limit-v.others-has)
+	hold := admit
+	if admit < has {
+		// Stop admitting above the smaller slice before etcd hears of
+		// it, then hold in etcd no less than what is live by now: only
+		// idle capacity returns, and new work waits until usage falls.
+		b.mu.Lock()
+		if gen == b.gen {
+			b.publishLocked(t, min(admit, t.published))
+		}
+		b.mu.Unlock()
+		hold = min(max(admit, b.cfg.Usage.Live(t.name)), has)
+	}
 
 	// A stated need is rewritten only when it moved by more than the
 	// margin, so a live count that wobbles does not write every round.
 	wantMoved := need != v.own.Wants && (abs(need-v.own.Wants) > ahead || need == 0 || v.own.Wants == 0)
-	if next == has && !wantMoved && (v.ownFound || next == 0) {
-		b.settle(t, gen, has)
+	if hold == has && !wantMoved && (v.ownFound || hold == 0) {
+		b.settle(t, gen, has, admit)
 		return true
 	}
 	want := need
 	if !wantMoved && v.ownFound {
 		want = v.own.Wants
 	}
-	if next < has {
-		// Stop admitting above the smaller slice before etcd hears of
-		// it, then never write less than what is live by now.
-		b.mu.Lock()
-		if gen == b.gen {
-			b.publishLocked(t, min(next, t.published))
-		}
-		b.mu.Unlock()
-		next = min(max(next, b.cfg.Usage.Live(t.name)), has)
-	}
-	if next == 0 && want == 0 && !v.ownFound {
-		b.settle(t, gen, 0)
+	if hold == 0 && want == 0 && !v.ownFound {
+		b.settle(t, gen, 0, 0)
 		return true
 	}
-	return b.write(rctx, t, lease, gen, v, sliceValue{Has: next, Wants: want})
+	return b.write(rctx, t, lease, gen, v, sliceValue{Has: hold, Wants: want}, admit)
 }
 
 // read reads t's limit and slices at one revision. It reports false when
@@ -184,10 +186,10 @@ func (b *Broker) read(ctx context.Context, t *tenantState, lease clientv3.LeaseI
 }
 
 // write makes s this node's slice of t, or deletes the slice when s is
-// all zero, in a transaction that holds only while no slice of t and not
+// all zero, and then admits under admit (at most s.Has), in a transaction that holds only while no slice of t and not
 // its limit changed since v was read. It reports false only when that
 // comparison failed.
-func (b *Broker) write(ctx context.Context, t *tenantState, lease clientv3.LeaseID, gen uint64, v view, s sliceValue) bool {
+func (b *Broker) write(ctx context.Context, t *tenantState, lease clientv3.LeaseID, gen uint64, v view, s sliceValue, admit int64) bool {
 	op := clientv3.OpPut(t.ownKey, encodeSlice(s), clientv3.WithLease(lease))
 	if s == (sliceValue{}) {
 		op = clientv3.OpDelete(t.ownKey)
@@ -213,7 +215,7 @@ func (b *Broker) write(ctx context.Context, t *tenantState, lease clientv3.Lease
 	if !txn.Succeeded {
 		return false
 	}
-	b.settle(t, gen, s.Has)
+	b.settle(t, gen, s.Has, admit)
 	return true
 }
 

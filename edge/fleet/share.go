@@ -90,22 +90,24 @@ func fairShare(limit int64, wants []int64) []int64 {
 	return share
 }
 
-// decide is one node's next slice for a tenant: has is what it holds,
-// live its live count, need its stated want, ahead its margin, entitled
-// its fair share and free the limit less every node's slice. It grows
-// toward min(need + ahead, entitled) by at most free; it gives back down
-// to its fair share when it holds more (others need it), and down to
-// need + ahead when its idle capacity exceeds the margin twice over;
-// never below live.
-func decide(has, live, need, ahead, entitled, free int64) int64 {
+// decide is one node's next slice for a tenant, the slice it admits
+// under: has is what it holds, need its stated want, ahead its margin,
+// entitled its fair share and free the limit less every node's slice. It
+// grows toward min(need + ahead, entitled) by at most free; it gives
+// back down to its fair share when it holds more (others need it), and
+// down to need + ahead when its idle capacity exceeds the margin twice
+// over. The result may be below the live count: the caller then holds
+// the live count in etcd and admits under the result, so new work waits
+// until usage falls.
+func decide(has, need, ahead, entitled, free int64) int64 {
 	goal := min(need+ahead, entitled)
 	switch {
 	case goal > has:
 		return has + max(min(goal-has, free), 0)
 	case has > entitled:
-		return max(entitled, live)
+		return entitled
 	case has > need+2*ahead:
-		return max(need+ahead, live)
+		return need + ahead
 	}
 	return has
 }

@@ -77,25 +77,25 @@ func TestFairShareIsMaxMinFair(t *testing.T) {
 
 func TestDecide(t *testing.T) {
 	for _, tc := range []struct {
-		name                                   string
-		has, live, need, ahead, entitled, free int64
-		next                                   int64
+		name                             string
+		has, need, ahead, entitled, free int64
+		next                             int64
 	}{
-		{"grows to need plus margin when free and entitled", 10, 10, 13, 2, 40, 30, 15},
-		{"grows no further than free", 10, 10, 13, 2, 40, 3, 13},
-		{"grows no further than its fair share", 10, 10, 50, 2, 20, 30, 20},
-		{"never grows with nothing free", 10, 10, 13, 2, 40, 0, 10},
-		{"a negative free (a lowered limit) does not shrink a growing node", 10, 10, 13, 2, 40, -5, 10},
-		{"gives back above its fair share", 30, 12, 40, 2, 20, 0, 20},
-		{"gives back no lower than live", 30, 25, 40, 2, 20, 0, 25},
-		{"returns idle beyond twice the margin", 30, 10, 10, 2, 40, 0, 12},
-		{"keeps idle within twice the margin", 14, 10, 10, 2, 40, 0, 14},
-		{"an idle node returns everything", 5, 0, 0, 0, 0, 0, 0},
+		{"grows to need plus margin when free and entitled", 10, 13, 2, 40, 30, 15},
+		{"grows no further than free", 10, 13, 2, 40, 3, 13},
+		{"grows no further than its fair share", 10, 50, 2, 20, 30, 20},
+		{"never grows with nothing free", 10, 13, 2, 40, 0, 10},
+		{"a negative free (a lowered limit) does not shrink a growing node", 10, 13, 2, 40, -5, 10},
+		{"gives back above its fair share", 30, 40, 2, 20, 0, 20},
+		{"gives back to its fair share even below live (the caller holds live)", 30, 40, 2, 20, 0, 20},
+		{"returns idle beyond twice the margin", 30, 10, 2, 40, 0, 12},
+		{"keeps idle within twice the margin", 14, 10, 2, 40, 0, 14},
+		{"an idle node returns everything", 5, 0, 0, 0, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := decide(tc.has, tc.live, tc.need, tc.ahead, tc.entitled, tc.free); got != tc.next {
-				t.Fatalf("decide(has %d, live %d, need %d, ahead %d, entitled %d, free %d) = %d, want %d",
-					tc.has, tc.live, tc.need, tc.ahead, tc.entitled, tc.free, got, tc.next)
+			if got := decide(tc.has, tc.need, tc.ahead, tc.entitled, tc.free); got != tc.next {
+				t.Fatalf("decide(has %d, need %d, ahead %d, entitled %d, free %d) = %d, want %d",
+					tc.has, tc.need, tc.ahead, tc.entitled, tc.free, got, tc.next)
 			}
 		})
 	}
