@@ -36,6 +36,8 @@ type etcdServer struct {
 	endpoint string
 	log      *syncBuffer
 	tls      *tlsFiles // nil: plain HTTP
+	args     []string
+	exited   chan error // the process's exit, put back once read
 }
 
 type syncBuffer struct {
@@ -112,40 +114,63 @@ func tryStartEtcd(t *testing.T, files *tlsFiles) (*etcdServer, error) {
 	if files != nil {
 		args = append(args, "--cert-file", files.serverCert, "--key-file", files.serverKey)
 	}
-	e := &etcdServer{endpoint: client, log: &syncBuffer{}, tls: files}
-	e.cmd = exec.Command(etcdBinary, args...)
-	e.cmd.Stdout, e.cmd.Stderr = e.log, e.log
-	if err := e.cmd.Start(); err != nil {
+	e := &etcdServer{endpoint: client, log: &syncBuffer{}, tls: files, args: args}
+	if err := e.launch(t); err != nil {
 		return nil, err
 	}
+	return e, nil
+}
+
+// launch starts the etcd process with e's arguments and waits until it
+// answers, or until it exits.
+func (e *etcdServer) launch(t *testing.T) error {
+	e.cmd = exec.Command(etcdBinary, e.args...)
+	e.cmd.Stdout, e.cmd.Stderr = e.log, e.log
+	if err := e.cmd.Start(); err != nil {
+		return err
+	}
 	exited := make(chan error, 1)
-	go func() { exited <- e.cmd.Wait() }()
+	e.exited = exited
+	cmd := e.cmd
+	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = e.cmd.Process.Signal(syscall.SIGCONT)
-		_ = e.cmd.Process.Kill()
-		<-exited
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		err := <-exited
+		exited <- err
 		if t.Failed() {
 			t.Logf("etcd's log:\n%s", e.log.String())
 		}
 	})
-	// Wait until it answers, or until it exits.
 	c := e.client(t)
 	for start := time.Now(); time.Since(start) < patience; {
 		select {
 		case err := <-exited:
 			exited <- err
-			return nil, fmt.Errorf("etcd exited (%v):\n%s", err, e.log.String())
+			return fmt.Errorf("etcd exited (%v):\n%s", err, e.log.String())
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, err := c.Get(ctx, "health")
 		cancel()
 		if err == nil {
-			return e, nil
+			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return nil, fmt.Errorf("etcd did not answer within %v:\n%s", patience, e.log.String())
+	return fmt.Errorf("etcd did not answer within %v:\n%s", patience, e.log.String())
+}
+
+// restart kills etcd (SIGKILL), waits for it to exit, and starts it again
+// on the same data directory and ports.
+func (e *etcdServer) restart(t *testing.T) {
+	t.Helper()
+	_ = e.cmd.Process.Kill()
+	err := <-e.exited
+	e.exited <- err
+	if err := e.launch(t); err != nil {
+		t.Fatalf("etcd did not restart: %v", err)
+	}
 }
 
 // client returns a new client of e, closed when the test ends.

@@ -199,3 +199,55 @@ func TestSkewUtilization(t *testing.T) {
 		t.Fatalf("the fleet's live count reached %d, over the limit %d", peak, limit)
 	}
 }
+
+// TestEtcdRestart: etcd killed and started again on its data: the nodes
+// log the failure and the recovery a bounded number of times, keep their
+// leases (etcd persists them) or get new ones, and admit again; the
+// slices never sum over the limit across the restart.
+func TestEtcdRestart(t *testing.T) {
+	e := startEtcd(t, nil)
+	const limit = 8
+	admin := e.client(t)
+	setLimit(t, admin, "acme", fmt.Sprint(limit))
+	rec := &recorder{}
+	logs := []*syncBuffer{{}, {}}
+	a := startNode(t, e, "node-a", rec, []string{"acme"}, nil, logs[0])
+	b := startNode(t, e, "node-b", rec, []string{"acme"}, nil, logs[1])
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); wg.Wait() }()
+	for _, n := range []*testNode{a, b} {
+		workers(ctx, &wg, n.sink, "acme", 6, randomHold(10*time.Millisecond, 50*time.Millisecond))
+	}
+	waitFor(t, "both nodes to hold slices", func() bool {
+		s := slicesInEtcd(t, admin, "acme")
+		return s["node-a"] > 0 && s["node-b"] > 0
+	})
+	killed := time.Now()
+	e.restart(t)
+	// A deadline later than the kill plus TTL less the margin comes
+	// from a keep-alive sent after the kill: the node's lease was renewed
+	// by the restarted etcd (or replaced).
+	renewed := killed.Add(testTTL - testMaxGrant - testSlack)
+	waitFor(t, "both nodes to renew and admit again after the restart", func() bool {
+		return countAdmissions(rec, "acme", time.Now().Add(-200*time.Millisecond), time.Now()) > 0 &&
+			a.sink.slice("acme").slice > 0 && b.sink.slice("acme").slice > 0 &&
+			a.sink.slice("acme").until.After(renewed) && b.sink.slice("acme").until.After(renewed)
+	})
+	recovered := time.Since(killed)
+	cancel()
+	wg.Wait()
+	a.stop()
+	b.stop()
+	for i, l := range logs {
+		failed, back := countLines(l, "fleet: etcd request failed"), countLines(l, "fleet: etcd answers again")
+		if back < 1 || failed < 1 || failed > len(failureKinds)*back {
+			t.Errorf("node %d logged %d failures and %d recoveries, want at least one of each and at most one failure per kind per episode:\n%s", i, failed, back, l.String())
+		}
+	}
+	if peak, _ := rec.fleetLive("acme"); peak > limit {
+		t.Fatalf("the fleet's live count reached %d, over the limit %d", peak, limit)
+	}
+	checkHistory(t, admin, "acme", limit)
+	t.Logf("both nodes renewed and admitting again %v after etcd was killed and restarted", recovered.Round(time.Millisecond))
+}
