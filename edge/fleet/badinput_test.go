@@ -201,3 +201,25 @@ func TestConfigErrors(t *testing.T) {
 		t.Fatalf("NewClient with a missing CA file: %v, want an error naming it", err)
 	}
 }
+
+func TestRunTwicePanics(t *testing.T) {
+	sink := newRefSink("n", nil, nil)
+	c, err := NewClient(ClientOptions{Endpoints: []string{"http://127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b, err := New(Config{Client: c, NodeID: "n", Sink: sink, Usage: sink, Tenants: []Tenant{{Name: "acme", MaxGrant: time.Second}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	b.Run(ctx) // returns at once: the context has ended
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a second Run did not panic")
+		}
+	}()
+	b.Run(ctx)
+}

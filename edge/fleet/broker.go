@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -21,6 +22,7 @@ type Broker struct {
 	params  shareParams
 	tenants []*tenantState
 	metrics *Metrics
+	started atomic.Bool // set by the first Run
 
 	mu        sync.Mutex
 	lease     clientv3.LeaseID // guarded by mu; 0: none
@@ -82,8 +84,12 @@ func LimitKey(prefix, tenant string) string {
 // slice from the sink and, once no fleet activation is live (waiting at
 // most the longest margin), revokes the lease so the slices return at
 // once; with activations still live it leaves the lease to expire. Run
-// returns after both. It may be called once.
+// returns after both. A second call is a bug in the embedding program and
+// panics.
 func (b *Broker) Run(ctx context.Context) {
+	if !b.started.CompareAndSwap(false, true) {
+		panic("fleet: Broker.Run called twice")
+	}
 	b.mu.Lock()
 	for _, t := range b.tenants {
 		b.publishLocked(t, 0)
