@@ -9,6 +9,7 @@
 //	edge/latentd      the node's HTTP API, admin endpoints and status page
 //	edge/soak         an in-process latentd soaked over loopback HTTP
 //	edge/browsertest  headless-browser checks of the HTML pages
+//	edge/fleet        the fleet broker: each node's slice of a tenant's fleet limit, on etcd
 //
 // The load sampler needs only the standard library and lives in the main
 // module (node/loadsampler); the node's command is cmd/latentd, a module
@@ -18,11 +19,12 @@
 //
 // This is a module of its own (latent.dev/admission/edge, with a replace
 // of latent.dev/admission to the parent directory, and a go.work at the
-// repository root for development), so that github.com/prometheus/... and
-// github.com/tetratelabs/wazero appear in its module graph and never in
-// the main module's. The test in this package proves it from
-// testdata/consumer, a module that imports only core, policy and catalog:
-// its `go list -m all` names neither.
+// repository root for development), so that github.com/prometheus/...,
+// github.com/tetratelabs/wazero and go.etcd.io/etcd/client/v3 (with
+// gRPC) appear in its module graph and never in the main module's. The
+// test in this package proves it from testdata/consumer, a module that
+// imports only core, policy and catalog: its `go list -m all` names none
+// of them.
 //
 // # Caveats
 //

@@ -12,7 +12,8 @@ import (
 
 // edgeOnly are modules that the edge may bring and an embedder of core,
 // policy and catalog must never see.
-var edgeOnly = []string{"github.com/prometheus/client_golang", "github.com/tetratelabs/wazero", "github.com/chromedp/chromedp"}
+var edgeOnly = []string{"github.com/prometheus/client_golang", "github.com/tetratelabs/wazero", "github.com/chromedp/chromedp",
+	"go.etcd.io/etcd/client/v3", "go.etcd.io/etcd/api/v3", "google.golang.org/grpc"}
 
 // goList runs the go command's list with args in dir, outside any
 // workspace, and returns the first field of each line. Extra environment
@@ -79,7 +80,8 @@ func consumerCopy(t *testing.T) string {
 
 // An embedder that imports only core, policy and catalog gets none of the
 // edge's modules (the Prometheus client, the Wasm runtime, the browser
-// driver of the edge's tests) in its module graph.
+// driver of the edge's tests, the etcd client of the fleet broker) in its
+// module graph.
 func TestConsumerOfTheLibraryGetsNoEdgeDependency(t *testing.T) {
 	// -mod=mod lets go list complete the copy's go.sum with the go.mod
 	// hashes of the whole graph.
@@ -99,6 +101,13 @@ func TestConsumerOfTheLibraryGetsNoEdgeDependency(t *testing.T) {
 func TestTheEdgeModuleBuildsWithThePrometheusClient(t *testing.T) {
 	if deps := goList(t, ".", nil, "-deps", "./metrics"); !contains(deps, "github.com/prometheus/client_golang/prometheus") {
 		t.Errorf("edge/metrics does not depend on the Prometheus client: %v", deps)
+	}
+}
+
+// Nor can it for etcd: the fleet broker depends on its client.
+func TestTheEdgeModuleBuildsWithTheEtcdClient(t *testing.T) {
+	if deps := goList(t, ".", nil, "-deps", "./fleet"); !contains(deps, "go.etcd.io/etcd/client/v3") {
+		t.Errorf("edge/fleet does not depend on the etcd client: %v", deps)
 	}
 }
 
