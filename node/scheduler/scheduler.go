@@ -90,7 +90,9 @@ type Scheduler struct {
 
 	pool       *cellpool.FixedCellPool
 	clock      deadline.Clock
-	queueRank  map[string]int  // queue class name -> rank, 0 the highest priority
+	queueRank  map[string]int // queue class name -> rank, 0 the highest priority (Queued asks by name)
+	rankOf     []int          // by the policy's queue class ID: its rank
+	policy     *policy.Compiled
 	queueNames []string        // by rank
 	waits      []waitHistogram // by rank; recorded with atomics, never reallocated
 	bounds     []int           // by rank
@@ -127,15 +129,21 @@ func New(c *policy.Compiled, pool *cellpool.FixedCellPool, opts Options) (*Sched
 			return nil, ErrInvalidOptions
 		}
 	}
-	classes := make([]policy.QueueClassSettings, c.NumQueueClasses())
-	for i := range classes {
-		classes[i] = c.QueueClass(policy.QueueClassID(i))
+	type class struct {
+		id policy.QueueClassID
+		policy.QueueClassSettings
 	}
-	slices.SortFunc(classes, func(a, b policy.QueueClassSettings) int { return cmp.Compare(b.MinPriority, a.MinPriority) })
+	classes := make([]class, c.NumQueueClasses())
+	for i := range classes {
+		classes[i] = class{policy.QueueClassID(i), c.QueueClass(policy.QueueClassID(i))}
+	}
+	slices.SortFunc(classes, func(a, b class) int { return cmp.Compare(b.MinPriority, a.MinPriority) })
 	s := &Scheduler{
 		pool:       pool,
 		clock:      opts.Clock,
 		queueRank:  make(map[string]int, len(classes)),
+		rankOf:     make([]int, len(classes)),
+		policy:     c,
 		queueNames: make([]string, len(classes)),
 		waits:      make([]waitHistogram, len(classes)),
 		bounds:     make([]int, len(classes)),
@@ -159,6 +167,7 @@ func New(c *policy.Compiled, pool *cellpool.FixedCellPool, opts Options) (*Sched
 	}
 	for rank, q := range classes {
 		s.queueRank[q.Name] = rank
+		s.rankOf[q.id] = rank
 		s.queueNames[rank] = q.Name
 		s.bounds[rank] = int(min(q.MaxQueued, uint64(maxInt)))
 		if b, ok := opts.QueueBounds[q.Name]; ok {
@@ -199,11 +208,15 @@ func (s *Scheduler) Submit(ctx context.Context, permit *core.AdmissionPermit, jo
 		s.stats.refused.Inc()
 		return core.ErrPermitNotLive
 	}
-	o := permit.Grant().Obligations
-	rank, ok := s.queueRank[o.QueueClass]
+	g := permit.Grant() // one copy: it is built field by field from the permit
+	o := &g.Obligations
+	// The queue class is the one of the policy's classes holding the
+	// permit's priority (admission's step 4), indexed by its ID; a permit
+	// another policy admitted names another class and is refused.
+	rank, ok := s.rankFor(o.Priority)
 	err := error(nil)
 	switch {
-	case !ok:
+	case !ok || s.queueNames[rank] != o.QueueClass:
 		err = ErrUnknownQueueClass
 	case int(o.CellClass) >= policy.NumCellClasses || !s.pooled[o.CellClass]:
 		err = ErrCellClassNotPooled
@@ -218,8 +231,8 @@ func (s *Scheduler) Submit(ctx context.Context, permit *core.AdmissionPermit, jo
 	// The activation's context ends at the permit's deadline, so one
 	// callback covers both queued cancellation and queued expiry, and the
 	// runner sees the same deadline.
-	runCtx, cancel := context.WithDeadlineCause(ctx, permit.Grant().Deadline, ErrExpired)
-	it := &item{permit: permit, job: job, ctx: runCtx, cancel: cancel, tenant: permit.Grant().Revision.Tenant, cell: o.CellClass, queue: rank}
+	runCtx, cancel := context.WithDeadlineCause(ctx, g.Deadline, ErrExpired)
+	it := &item{permit: permit, job: job, ctx: runCtx, cancel: cancel, tenant: g.Revision.Tenant, cell: o.CellClass, queue: rank}
 
 	s.mu.Lock()
 	switch {
@@ -343,6 +356,15 @@ func (s *Scheduler) Stats() Stats {
 	return Stats{Submitted: c.submitted.Value(), Refused: c.refused.Value(), Canceled: c.canceled.Value(),
 		Expired: c.expired.Value(), Closed: c.closed.Value(), Started: c.started.Value(), Orphaned: c.orphaned.Value(),
 		StartError: c.startError.Value()}
+}
+
+// rankFor is the rank of the queue class holding priority.
+func (s *Scheduler) rankFor(priority uint32) (int, bool) {
+	id, ok := s.policy.QueueClassFor(priority)
+	if !ok {
+		return 0, false
+	}
+	return s.rankOf[id], true
 }
 
 // Queued reports the activations waiting in queue class name.
