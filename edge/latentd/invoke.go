@@ -48,7 +48,7 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	principal, ok := n.tokens.Load().Authenticate(bearerToken(r.Header))
 	if !ok {
 		if n.rec != nil {
-			n.rec.edgeUnauthenticated(r, n.provider.Policy().Node())
+			n.rec.edgeUnauthenticated(r, n.settings)
 		}
 		unauthorized(w)
 		return
@@ -60,14 +60,14 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 		// other tenant or its deployment exists cannot show; the answer
 		// is admission's own step 3, error value and all.
 		if n.rec != nil {
-			n.rec.edgeDenied(r, principal, n.provider.Policy().Node(), err)
+			n.rec.edgeDenied(r, principal, n.settings, err)
 		}
 		n.rejectErr(w, err)
 		return
 	}
 	note := noteOf(w)
 	note.tenant = tenant
-	settings := n.provider.Policy().Node()
+	settings := &n.settings
 	inv, herr := parseInvocation(r.Header, settings.BudgetCeiling)
 	if herr != nil {
 		edgeError(w, http.StatusBadRequest, edgeErrorBody{Error: "malformed header: " + herr.problem, Header: herr.header})

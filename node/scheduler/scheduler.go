@@ -88,11 +88,13 @@ type stats struct {
 type Scheduler struct {
 	noCopy noCopy
 
-	pool       *cellpool.FixedCellPool
-	clock      deadline.Clock
-	queueRank  map[string]int // queue class name -> rank, 0 the highest priority (Queued asks by name)
-	rankOf     []int          // by the policy's queue class ID: its rank
-	policy     *policy.Compiled
+	pool      *cellpool.FixedCellPool
+	clock     deadline.Clock
+	queueRank map[string]int // queue class name -> rank, 0 the highest priority (Queued asks by name)
+	// rankOf is, by priority (0 to the node's maximum, at most 65,535),
+	// the rank of the queue class that holds it, -1 for one no class
+	// holds: the permit's queue class in one index, without a name.
+	rankOf     []int32
 	queueNames []string        // by rank
 	waits      []waitHistogram // by rank; recorded with atomics, never reallocated
 	bounds     []int           // by rank
@@ -142,8 +144,7 @@ func New(c *policy.Compiled, pool *cellpool.FixedCellPool, opts Options) (*Sched
 		pool:       pool,
 		clock:      opts.Clock,
 		queueRank:  make(map[string]int, len(classes)),
-		rankOf:     make([]int, len(classes)),
-		policy:     c,
+		rankOf:     make([]int32, uint64(c.Node().MaximumPriority)+1),
 		queueNames: make([]string, len(classes)),
 		waits:      make([]waitHistogram, len(classes)),
 		bounds:     make([]int, len(classes)),
@@ -165,9 +166,10 @@ func New(c *policy.Compiled, pool *cellpool.FixedCellPool, opts Options) (*Sched
 	for name, w := range opts.Weights {
 		s.weights[name] = w
 	}
+	rankOfID := make([]int32, len(classes))
 	for rank, q := range classes {
 		s.queueRank[q.Name] = rank
-		s.rankOf[q.id] = rank
+		rankOfID[q.id] = int32(rank)
 		s.queueNames[rank] = q.Name
 		s.bounds[rank] = int(min(q.MaxQueued, uint64(maxInt)))
 		if b, ok := opts.QueueBounds[q.Name]; ok {
@@ -175,6 +177,12 @@ func New(c *policy.Compiled, pool *cellpool.FixedCellPool, opts Options) (*Sched
 				return nil, ErrInvalidOptions
 			}
 			s.bounds[rank] = b
+		}
+	}
+	for priority := range s.rankOf {
+		s.rankOf[priority] = -1
+		if id, ok := c.QueueClassFor(uint32(priority)); ok {
+			s.rankOf[priority] = rankOfID[id]
 		}
 	}
 	for class := range policy.NumCellClasses {
@@ -211,7 +219,7 @@ func (s *Scheduler) Submit(ctx context.Context, permit *core.AdmissionPermit, jo
 	g := permit.Grant() // one copy: it is built field by field from the permit
 	o := &g.Obligations
 	// The queue class is the one of the policy's classes holding the
-	// permit's priority (admission's step 4), indexed by its ID; a permit
+	// permit's priority (admission's step 4), found in one index; a permit
 	// another policy admitted names another class and is refused.
 	rank, ok := s.rankFor(o.Priority)
 	err := error(nil)
@@ -360,11 +368,10 @@ func (s *Scheduler) Stats() Stats {
 
 // rankFor is the rank of the queue class holding priority.
 func (s *Scheduler) rankFor(priority uint32) (int, bool) {
-	id, ok := s.policy.QueueClassFor(priority)
-	if !ok {
+	if uint64(priority) >= uint64(len(s.rankOf)) || s.rankOf[priority] < 0 {
 		return 0, false
 	}
-	return s.rankOf[id], true
+	return int(s.rankOf[priority]), true
 }
 
 // Queued reports the activations waiting in queue class name.
