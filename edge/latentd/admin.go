@@ -10,6 +10,7 @@ import (
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
+	"latent.dev/admission/internal/edgecheck"
 	"latent.dev/admission/policy"
 	"latent.dev/admission/problems"
 )
@@ -256,9 +257,12 @@ func (n *Node) usage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tenant := r.PathValue("tenant")
-	if !principal.Admin && (principal.Tenant != tenant || !n.authorized(principal)) {
-		n.reject(w, errPrincipalDenied)
-		return
+	if !principal.Admin {
+		who := principal.core()
+		if err := edgecheck.Authorize(n.provider, false, &who, tenant); err != nil {
+			n.rejectErr(w, err)
+			return
+		}
 	}
 	snap, ok := n.provider.TenantSnapshot(tenant)
 	if !ok {

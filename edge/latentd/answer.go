@@ -65,23 +65,6 @@ type edgeErrorBody struct {
 	Path   string `json:"path,omitempty"`
 }
 
-// findError is the preallocated core error with these fields; the edge
-// answers with core's own rows where admission never ran (a cross-tenant
-// path, a payload over the node's maximum, a full queue).
-func findError(code core.Code, scope core.Scope, dim core.Dimension, reason core.Reason) core.Error {
-	for _, e := range core.AllErrors() {
-		if e.Code() == code && e.Scope() == scope && e.Dimension() == dim && e.Reason() == reason {
-			return e
-		}
-	}
-	panic("latentd: no core error " + string(code) + "/" + string(scope) + "/" + string(dim) + "/" + string(reason))
-}
-
-var (
-	errPrincipalDenied = findError(core.CodePermissionDenied, core.ScopePrincipal, core.DimIdentity, core.ReasonPrincipalNotAuthorized)
-	errQueueFull       = findError(core.CodeResourceExhausted, core.ScopeQueueClass, core.DimQueuedReservations, core.ReasonCapacityExhausted)
-)
-
 // writeJSON writes v as the JSON body with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
@@ -176,7 +159,7 @@ func (n *Node) answerAfterAdmission(w http.ResponseWriter, report runner.Report,
 		n.reject(w, rejection)
 		return
 	case errors.Is(err, scheduler.ErrQueueFull):
-		n.reject(w, errQueueFull)
+		n.reject(w, core.ErrQueueClassFull)
 		return
 	case errors.Is(err, scheduler.ErrExpired):
 		setOutcome(w, OutcomeDeadline)

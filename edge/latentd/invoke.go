@@ -11,6 +11,7 @@ import (
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
+	"latent.dev/admission/internal/edgecheck"
 	"latent.dev/admission/policy"
 )
 
@@ -47,25 +48,26 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	principal, ok := n.tokens.Load().Authenticate(bearerToken(r.Header))
 	if !ok {
 		if n.rec != nil {
-			n.rec.edgeUnauthenticated(r, n.provider.Policy().Node())
+			n.rec.edgeUnauthenticated(r, n.settings)
 		}
 		unauthorized(w)
 		return
 	}
 	tenant := r.PathValue("tenant")
-	if principal.Admin || principal.Tenant != tenant || !n.authorized(principal) {
+	who := principal.core()
+	if err := edgecheck.Authorize(n.provider, principal.Admin, &who, tenant); err != nil {
 		// Decided before the catalog is consulted, so that whether the
 		// other tenant or its deployment exists cannot show; the answer
-		// is admission's own for an unauthorized principal (step 3).
+		// is admission's own step 3, error value and all.
 		if n.rec != nil {
-			n.rec.edgeDenied(r, principal, n.provider.Policy().Node())
+			n.rec.edgeDenied(r, principal, n.settings, err)
 		}
-		n.reject(w, errPrincipalDenied)
+		n.rejectErr(w, err)
 		return
 	}
 	note := noteOf(w)
 	note.tenant = tenant
-	settings := n.provider.Policy().Node()
+	settings := &n.settings
 	inv, herr := parseInvocation(r.Header, settings.BudgetCeiling)
 	if herr != nil {
 		edgeError(w, http.StatusBadRequest, edgeErrorBody{Error: "malformed header: " + herr.problem, Header: herr.header})
@@ -87,14 +89,14 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 
 	v := n.view.Load()
-	rev, handle, err := v.pin.Resolve(catalog.Target{Tenant: tenant, Service: r.PathValue("service"), Route: r.PathValue("route")}, inv.routingKey)
+	rev, handle, err := edgecheck.Resolve(v.pin, catalog.Target{Tenant: tenant, Service: r.PathValue("service"), Route: r.PathValue("route")}, inv.routingKey)
 	if err != nil {
 		// A route that resolves to nothing and a forged revision look
 		// alike (docs/decision-table.md, step 5).
 		if n.rec != nil {
 			n.rec.edgeUnresolved(r, principal, &inv, measured, v.pin.Generation())
 		}
-		n.reject(w, core.ErrRevisionNotAvailable)
+		n.rejectErr(w, err)
 		return
 	}
 	note.service, note.route = rev.Service, rev.Route
@@ -122,7 +124,7 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	}()
 	req := core.AdmissionRequest{
 		ActivationID:    inv.activationID,
-		Principal:       core.Principal{Kind: principal.Kind, Subject: principal.Subject, Tenant: principal.Tenant, Service: principal.Service},
+		Principal:       who,
 		Revision:        *rev,
 		Handle:          handle,
 		RequestedBudget: inv.budget,
@@ -163,15 +165,9 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	n.answerAfterAdmission(w, report, err)
 }
 
-// authorized is admission's step 3 asked before resolution: the
-// principal's tenant is configured and lists it, and a service principal
-// names its service. Admission asks again; asking here first keeps a
-// principal that may not call anything from learning which routes exist.
-func (n *Node) authorized(p Principal) bool {
-	if _, ok := n.provider.Policy().AuthorizedPrincipal(p.Tenant, p.Kind, p.Subject); !ok {
-		return false
-	}
-	return p.Kind != policy.ServicePrincipal || p.Service != ""
+// core is the principal the token names, as admission takes it.
+func (p Principal) core() core.Principal {
+	return core.Principal{Kind: p.Kind, Subject: p.Subject, Tenant: p.Tenant, Service: p.Service}
 }
 
 // rejectErr answers an error from Admit, which is always a core.Error.

@@ -20,6 +20,7 @@ import (
 	"latent.dev/admission/edge/metrics"
 	"latent.dev/admission/node/loadsampler"
 	"latent.dev/admission/node/pipeline"
+	"latent.dev/admission/policy"
 )
 
 // Node is one latentd: the catalog, the quota provider, the pipeline that
@@ -32,6 +33,9 @@ import (
 type Node struct {
 	cfg      Config
 	provider *core.LocalQuotaProvider
+	// settings are the provider's node settings, which every invocation
+	// reads: the provider's policy never changes after New.
+	settings policy.NodeSettings
 	catalog  *catalog.Catalog
 	load     *core.NodeLoadState
 	pipe     *pipeline.Pipeline
@@ -119,7 +123,7 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	// n is not the named result: a failing return nils that, and the
 	// undo steps below still need the node they undo.
-	n := &Node{cfg: cfg, provider: provider, allowedHosts: allowedHostSet(cfg.AllowedHosts), rec: rec}
+	n := &Node{cfg: cfg, provider: provider, settings: settings, allowedHosts: allowedHostSet(cfg.AllowedHosts), rec: rec}
 	n.tokens.Store(cfg.Tokens)
 	var undo []func()
 	defer func() {

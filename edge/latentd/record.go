@@ -223,11 +223,11 @@ func (r *recorder) edgeUnauthenticated(req *http.Request, settings policy.NodeSe
 
 // edgeDenied records a principal refused before resolution, its names
 // bounded as an unauthenticated request's are.
-func (r *recorder) edgeDenied(req *http.Request, p Principal, settings policy.NodeSettings) {
+func (r *recorder) edgeDenied(req *http.Request, p Principal, settings policy.NodeSettings, refusal error) {
 	d := requestOf(req, headersOf(req, settings.BudgetCeiling), 0)
 	boundNames(&d, settings.MaximumIdentifierBytes)
 	d.Stage, d.Principal = trace.StageEdge, principalOf(p)
-	setAnswer(&d, errPrincipalDenied)
+	setAnswer(&d, refusal)
 	r.w.Add(trace.Line{Kind: trace.KindDecision, Order: r.provider.NextOrder(), T: r.now(), Decision: &d})
 }
 

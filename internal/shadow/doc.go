@@ -22,7 +22,8 @@
 //   - shadow.go: the engine, [Replay], reading the trace in order and
 //     deciding each decision line under the candidate;
 //   - edge.go: the checks the edge makes before admission (the
-//     principal and the route), replayed under the candidate;
+//     principal and the route), replayed under the candidate through
+//     the edge's own implementation, internal/edgecheck;
 //   - virtual.go: the virtual clock and load source a decision reads;
 //   - pins.go: the catalog generations a decision resolves in;
 //   - holds.go: the replay's permits, started and released as the trace

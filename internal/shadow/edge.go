@@ -1,33 +1,42 @@
 package shadow
 
 import (
+	"errors"
+
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
+	"latent.dev/admission/internal/edgecheck"
 	"latent.dev/admission/internal/trace"
 	"latent.dev/admission/policy"
 )
 
-// Edge answers the replay gives itself.
-var (
-	answerUnauthenticated = Answer{Answer: trace.AnswerUnauthenticated}
-	answerNotAuthorized   = Answer{Answer: string(core.ReasonPrincipalNotAuthorized), Scope: string(core.ScopePrincipal), Dimension: string(core.DimIdentity)}
-	answerNotAvailable    = Answer{Answer: string(core.ReasonRevisionNotAvailable), Scope: string(core.ScopeRevision), Dimension: string(core.DimRevision)}
-)
+// answerUnauthenticated is the edge's answer to an unknown token, which
+// the replay gives itself: it is no admission answer.
+var answerUnauthenticated = Answer{Answer: trace.AnswerUnauthenticated}
 
-// passed is what the edge's checks hand to admission: the principal's
-// kind and the resolved route in the pin of the decision's generation.
-type passed struct {
-	kind   policy.PrincipalKind
-	pin    *catalog.Pin
-	rev    *policy.ResolvedRevision
-	handle *catalog.Handle
+// answerOf is the answer of a core error.
+func answerOf(err error) Answer {
+	var ce core.Error
+	if !errors.As(err, &ce) {
+		return Answer{Answer: err.Error()} // never: the checks answer core.Errors
+	}
+	return Answer{Answer: string(ce.Reason()), Scope: string(ce.Scope()), Dimension: string(ce.Dimension())}
 }
 
-// edgeChecks are the checks the edge makes before admission, under the
-// candidate policy: the token's principal, the path's tenant, the
-// policy's principal check and the route's resolution. ok is false when
-// the edge refuses, with its answer; an answer the edge recorded itself
-// keeps its own scope and dimension.
+// passed is what the edge's checks hand to admission: the principal and
+// the resolved route in the pin of the decision's generation.
+type passed struct {
+	principal core.Principal
+	pin       *catalog.Pin
+	rev       *policy.ResolvedRevision
+	handle    *catalog.Handle
+}
+
+// edgeChecks are the checks the edge makes before admission, the edge's
+// own (internal/edgecheck), under the candidate policy: the token's
+// principal, then step 3 against the path's tenant, then the route's
+// resolution. ok is false when the edge refuses, with its answer; an
+// answer the edge recorded itself keeps its own scope and dimension.
 func (r *replay) edgeChecks(l *trace.Line, recorded Answer) (refusal Answer, in passed, ok bool) {
 	d := l.Decision
 	edge := func(a Answer) Answer {
@@ -46,23 +55,18 @@ func (r *replay) edgeChecks(l *trace.Line, recorded Answer) (refusal Answer, in 
 	if pr == nil {
 		return edge(answerUnauthenticated), in, false
 	}
-	if pr.Admin || pr.Tenant != d.Target.Tenant {
-		return edge(answerNotAuthorized), in, false
+	// A kind the policy does not name stays the zero kind, which step 3
+	// refuses.
+	kind, _ := policy.ParsePrincipalKind(pr.Kind)
+	in.principal = core.Principal{Kind: kind, Subject: pr.Subject, Tenant: pr.Tenant, Service: pr.Service}
+	if err := edgecheck.Authorize(r.provider, pr.Admin, &in.principal, d.Target.Tenant); err != nil {
+		return edge(answerOf(err)), in, false
 	}
-	kind, ok := policy.ParsePrincipalKind(pr.Kind)
-	if !ok {
-		return edge(answerNotAuthorized), in, false
-	}
-	if _, ok := r.compiled.AuthorizedPrincipal(pr.Tenant, kind, pr.Subject); !ok || (kind == policy.ServicePrincipal && pr.Service == "") {
-		return edge(answerNotAuthorized), in, false
-	}
-	pin := r.pinFor(d.Generation, true)
-	if pin == nil {
-		return edge(answerNotAvailable), in, false
-	}
-	rev, handle, err := pin.Resolve(catalog.Target{Tenant: d.Target.Tenant, Service: d.Target.Service, Route: d.Target.Route}, d.RoutingKey)
+	in.pin = r.pinFor(d.Generation, true)
+	rev, handle, err := edgecheck.Resolve(in.pin, catalog.Target{Tenant: d.Target.Tenant, Service: d.Target.Service, Route: d.Target.Route}, d.RoutingKey)
 	if err != nil {
-		return edge(answerNotAvailable), in, false
+		return edge(answerOf(err)), in, false
 	}
-	return Answer{}, passed{kind: kind, pin: pin, rev: rev, handle: handle}, true
+	in.rev, in.handle = rev, handle
+	return Answer{}, in, true
 }

@@ -358,7 +358,7 @@ func (r *replay) candidate(l *trace.Line, recorded Answer) (Answer, *core.Admiss
 	req := &r.req
 	*req = core.AdmissionRequest{
 		ActivationID:    d.ActivationID,
-		Principal:       core.Principal{Kind: in.kind, Subject: d.Principal.Subject, Tenant: d.Principal.Tenant, Service: d.Principal.Service},
+		Principal:       in.principal,
 		Revision:        *in.rev,
 		Handle:          in.handle,
 		RequestedBudget: policy.Budget{CPUFuel: d.Budget.CPUFuel, MemoryBytes: d.Budget.MemoryBytes},

@@ -127,7 +127,8 @@ func (r *Runner) Count(o Outcome, d Disposition) int64 {
 // guest stops, accounting is finalized, the cell is released or
 // quarantined, and only then may the reservation go.
 func (r *Runner) execute(ctx context.Context, exec *core.ExecutionPermit, lease *cellpool.Lease, input []byte) Report {
-	o := exec.Grant().Obligations
+	g := exec.Grant() // one copy: it is built field by field from the permit
+	o := &g.Obligations
 	rep := Report{Cell: lease.Cell()}
 	backend := r.backends[o.Backend]
 	if backend == nil || lease.Cell().Class != o.CellClass {
@@ -138,9 +139,8 @@ func (r *Runner) execute(ctx context.Context, exec *core.ExecutionPermit, lease 
 		r.dispose(lease, true, &rep)
 		return rep
 	}
-	budget := exec.Grant().Budget
-	meter := newMeter(budget.CPUFuel, budget.MemoryBytes, exec.Grant().Deadline)
-	guest := &Guest{ActivationID: exec.Grant().ActivationID, Revision: exec.Grant().Revision, Obligations: o, Cell: lease.Cell(),
+	meter := newMeter(g.Budget.CPUFuel, g.Budget.MemoryBytes, g.Deadline)
+	guest := &Guest{ActivationID: g.ActivationID, Revision: g.Revision, Obligations: *o, Cell: lease.Cell(),
 		Input: input, Meter: meter}
 	start := r.clock.Now()
 	exit, stopped := runGuest(ctx, backend, guest)

@@ -40,6 +40,11 @@
 //
 // # Dispatch order
 //
+// Submit finds a permit's queue class by one index on its priority, in a
+// table New builds from the policy (one entry per priority up to the
+// node's maximum, at most 65,536 of 4 bytes), and refuses a permit whose
+// class by that table is not the one its grant names (another policy's).
+//
 // Queues are kept per (cell class, queue class), because cell classes are
 // independent resources: a backlog for busy tiny cells must not hold
 // back work for free small ones. For each cell class with a free cell:

@@ -77,6 +77,23 @@ func TestSubmitRefusesWhatCouldNeverRun(t *testing.T) {
 			t.Fatal("permit still live")
 		}
 	})
+	t.Run("a priority beyond this policy's maximum", func(t *testing.T) {
+		r := newRig(t, nil, scheduler.Options{})
+		other := nodetest.New(t, func(p *policy.NodeAdmissionPolicy) {
+			p.Node.MaximumPriority = 12
+			p.QueueClasses[1].MaxPriority = 12
+			for i := range p.Tenants {
+				p.Tenants[i].MaximumPriority = 12
+			}
+		})
+		p := other.Admit(t, nodetest.Ask{Priority: 11})
+		if err := r.sched.Submit(context.Background(), p, newJob("x", nil)); !errors.Is(err, scheduler.ErrUnknownQueueClass) {
+			t.Fatalf("got %v", err)
+		}
+		if p.Live() {
+			t.Fatal("permit still live")
+		}
+	})
 	t.Run("a queue class of another policy", func(t *testing.T) {
 		r := newRig(t, nil, scheduler.Options{})
 		other := nodetest.New(t, func(p *policy.NodeAdmissionPolicy) { p.QueueClasses[0].Name = "bulk" })

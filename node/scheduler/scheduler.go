@@ -88,9 +88,13 @@ type stats struct {
 type Scheduler struct {
 	noCopy noCopy
 
-	pool       *cellpool.FixedCellPool
-	clock      deadline.Clock
-	queueRank  map[string]int  // queue class name -> rank, 0 the highest priority
+	pool      *cellpool.FixedCellPool
+	clock     deadline.Clock
+	queueRank map[string]int // queue class name -> rank, 0 the highest priority (Queued asks by name)
+	// rankOf is, by priority (0 to the node's maximum, at most 65,535),
+	// the rank of the queue class that holds it, -1 for one no class
+	// holds: the permit's queue class in one index, without a name.
+	rankOf     []int32
 	queueNames []string        // by rank
 	waits      []waitHistogram // by rank; recorded with atomics, never reallocated
 	bounds     []int           // by rank
@@ -127,15 +131,20 @@ func New(c *policy.Compiled, pool *cellpool.FixedCellPool, opts Options) (*Sched
 			return nil, ErrInvalidOptions
 		}
 	}
-	classes := make([]policy.QueueClassSettings, c.NumQueueClasses())
-	for i := range classes {
-		classes[i] = c.QueueClass(policy.QueueClassID(i))
+	type class struct {
+		id policy.QueueClassID
+		policy.QueueClassSettings
 	}
-	slices.SortFunc(classes, func(a, b policy.QueueClassSettings) int { return cmp.Compare(b.MinPriority, a.MinPriority) })
+	classes := make([]class, c.NumQueueClasses())
+	for i := range classes {
+		classes[i] = class{policy.QueueClassID(i), c.QueueClass(policy.QueueClassID(i))}
+	}
+	slices.SortFunc(classes, func(a, b class) int { return cmp.Compare(b.MinPriority, a.MinPriority) })
 	s := &Scheduler{
 		pool:       pool,
 		clock:      opts.Clock,
 		queueRank:  make(map[string]int, len(classes)),
+		rankOf:     make([]int32, uint64(c.Node().MaximumPriority)+1),
 		queueNames: make([]string, len(classes)),
 		waits:      make([]waitHistogram, len(classes)),
 		bounds:     make([]int, len(classes)),
@@ -157,8 +166,10 @@ func New(c *policy.Compiled, pool *cellpool.FixedCellPool, opts Options) (*Sched
 	for name, w := range opts.Weights {
 		s.weights[name] = w
 	}
+	rankOfID := make([]int32, len(classes))
 	for rank, q := range classes {
 		s.queueRank[q.Name] = rank
+		rankOfID[q.id] = int32(rank)
 		s.queueNames[rank] = q.Name
 		s.bounds[rank] = int(min(q.MaxQueued, uint64(maxInt)))
 		if b, ok := opts.QueueBounds[q.Name]; ok {
@@ -166,6 +177,12 @@ func New(c *policy.Compiled, pool *cellpool.FixedCellPool, opts Options) (*Sched
 				return nil, ErrInvalidOptions
 			}
 			s.bounds[rank] = b
+		}
+	}
+	for priority := range s.rankOf {
+		s.rankOf[priority] = -1
+		if id, ok := c.QueueClassFor(uint32(priority)); ok {
+			s.rankOf[priority] = rankOfID[id]
 		}
 	}
 	for class := range policy.NumCellClasses {
@@ -199,11 +216,15 @@ func (s *Scheduler) Submit(ctx context.Context, permit *core.AdmissionPermit, jo
 		s.stats.refused.Inc()
 		return core.ErrPermitNotLive
 	}
-	o := permit.Grant().Obligations
-	rank, ok := s.queueRank[o.QueueClass]
+	g := permit.Grant() // one copy: it is built field by field from the permit
+	o := &g.Obligations
+	// The queue class is the one of the policy's classes holding the
+	// permit's priority (admission's step 4), found in one index; a permit
+	// another policy admitted names another class and is refused.
+	rank, ok := s.rankFor(o.Priority)
 	err := error(nil)
 	switch {
-	case !ok:
+	case !ok || s.queueNames[rank] != o.QueueClass:
 		err = ErrUnknownQueueClass
 	case int(o.CellClass) >= policy.NumCellClasses || !s.pooled[o.CellClass]:
 		err = ErrCellClassNotPooled
@@ -218,8 +239,8 @@ func (s *Scheduler) Submit(ctx context.Context, permit *core.AdmissionPermit, jo
 	// The activation's context ends at the permit's deadline, so one
 	// callback covers both queued cancellation and queued expiry, and the
 	// runner sees the same deadline.
-	runCtx, cancel := context.WithDeadlineCause(ctx, permit.Grant().Deadline, ErrExpired)
-	it := &item{permit: permit, job: job, ctx: runCtx, cancel: cancel, tenant: permit.Grant().Revision.Tenant, cell: o.CellClass, queue: rank}
+	runCtx, cancel := context.WithDeadlineCause(ctx, g.Deadline, ErrExpired)
+	it := &item{permit: permit, job: job, ctx: runCtx, cancel: cancel, tenant: g.Revision.Tenant, cell: o.CellClass, queue: rank}
 
 	s.mu.Lock()
 	switch {
@@ -343,6 +364,14 @@ func (s *Scheduler) Stats() Stats {
 	return Stats{Submitted: c.submitted.Value(), Refused: c.refused.Value(), Canceled: c.canceled.Value(),
 		Expired: c.expired.Value(), Closed: c.closed.Value(), Started: c.started.Value(), Orphaned: c.orphaned.Value(),
 		StartError: c.startError.Value()}
+}
+
+// rankFor is the rank of the queue class holding priority.
+func (s *Scheduler) rankFor(priority uint32) (int, bool) {
+	if uint64(priority) >= uint64(len(s.rankOf)) || s.rankOf[priority] < 0 {
+		return 0, false
+	}
+	return int(s.rankOf[priority]), true
 }
 
 // Queued reports the activations waiting in queue class name.

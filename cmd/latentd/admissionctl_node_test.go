@@ -6,19 +6,39 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"latent.dev/admission/edge/latentd/demo"
-	"latent.dev/admission/internal/nodeclient"
 )
+
+// buildAdmissionctl builds the admissionctl command into dir with the go
+// command this test runs under, in the same workspace (or module, with
+// GOWORK=off: this module's replace directive names the library), and
+// returns the binary's path.
+func buildAdmissionctl(t *testing.T, dir string) string {
+	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("building admissionctl needs the go command: %v", err)
+	}
+	bin := filepath.Join(dir, "admissionctl")
+	build := exec.Command(goCmd, "build", "-o", bin, "latent.dev/admission/cmd/admissionctl")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build admissionctl: %v\n%s", err, out)
+	}
+	return bin
+}
 
 // admissionctl node against a real latentd over loopback, with TLS on and
 // off: push, deploy with -artifacts, usage, snapshot, undeploy, and a
 // refusal printed with its JSON path.
 func TestAdmissionctlNodeAgainstLatentd(t *testing.T) {
+	admissionctl := buildAdmissionctl(t, t.TempDir()) // once, for both runs
 	for _, withTLS := range []bool{false, true} {
 		name := "plain"
 		if withTLS {
@@ -37,15 +57,24 @@ func TestAdmissionctlNodeAgainstLatentd(t *testing.T) {
 			}
 			s := serve(t, args...)
 			defer s.end(t)
-			env := func(k string) string {
-				return map[string]string{"LATENT_TOKEN": fileAdminToken, "LATENT_NODE": scheme + "://" + s.addr}[k]
-			}
+			// The binary as an operator runs it: the token and the node
+			// in its environment.
+			env := append(os.Environ(), "LATENT_TOKEN="+fileAdminToken, "LATENT_NODE="+scheme+"://"+s.addr)
 			run := func(args ...string) (int, string, string) {
 				if caFile != "" {
 					args = append(args[:1:1], append([]string{"-ca", caFile}, args[1:]...)...)
 				}
 				var out, errOut bytes.Buffer
-				code := nodeclient.Main(args, env, &out, &errOut)
+				cmd := exec.Command(admissionctl, append([]string{"node"}, args...)...)
+				cmd.Env, cmd.Stdout, cmd.Stderr = env, &out, &errOut
+				code := 0
+				if err := cmd.Run(); err != nil {
+					var exit *exec.ExitError
+					if !errors.As(err, &exit) {
+						t.Fatalf("admissionctl node %v: %v", args, err)
+					}
+					code = exit.ExitCode()
+				}
 				return code, out.String(), errOut.String()
 			}
 

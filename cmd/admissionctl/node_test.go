@@ -1,4 +1,4 @@
-package nodeclient
+package main
 
 import (
 	"bytes"
@@ -64,7 +64,7 @@ func env(vars map[string]string) func(string) string {
 func runMain(t *testing.T, getenv func(string) string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := Main(args, getenv, &out, &errOut)
+	code := runNode(args, getenv, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
