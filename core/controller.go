@@ -82,7 +82,7 @@ func (c *AdmissionController) admit(req *AdmissionRequest, rec *DecisionRecord) 
 func (c *AdmissionController) rejectBeforeLedger(d *decision, err *rejection) {
 	c.provider.metrics.reject(err)
 	if d.rec != nil {
-		d.rec.Order = c.provider.ledger.NextOrder()
+		d.rec.Order = c.provider.NextOrder()
 	}
 }
 

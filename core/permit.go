@@ -136,9 +136,8 @@ type permitState struct {
 	trust        policy.TrustClassID
 	cell         policy.CellClass
 
-	// phase changes inside ledger transactions, by compare-and-swap
-	// (two transactions of one permit may run on different stripes), and
-	// is read lock-free.
+	// phase changes only inside ledger transactions (so with the ledger's
+	// mutex held) and is read lock-free.
 	phase atomic.Uint32
 }
 
@@ -181,7 +180,7 @@ func (p *AdmissionPermit) state() *permitState {
 func reclaimLeaked(p *AdmissionPermit) {
 	s := &(*permitBlock)(unsafe.Pointer(p)).state
 	released, order := false, uint64(0)
-	s.provider.ledger.Update(func(tx atomicledger.Tx) { released, order = tx.Release(s.ticket), tx.Order() })
+	s.provider.ledger.Update(func(tx atomicledger.Tx) { released, order = tx.Release(s.ticket), s.provider.orderOf(tx) })
 	if released {
 		s.provider.metrics.inc(leakedCounter)
 		if s.provider.journal != nil {
@@ -253,7 +252,7 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 	var order uint64
 	var elapsed time.Duration
 	s.provider.ledger.Update(func(tx atomicledger.Tx) {
-		order = tx.Order()
+		order = s.provider.orderOf(tx)
 		elapsed, err = s.startLocked(tx)
 	})
 	switch {
@@ -273,12 +272,12 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 
 // startLocked is StartExecution inside its ledger transaction.
 func (s *permitState) startLocked(tx atomicledger.Tx) (time.Duration, error) {
-	// The phase moves by compare-and-swap: transactions on different
-	// ledger stripes are not serialized, so of a start and a release
-	// racing for one permit exactly one may take it out of queued.
-	if !s.phase.CompareAndSwap(permitQueued, permitExecuting) {
+	// The ledger's mutex serializes this with a racing release: of the
+	// two, exactly one finds the permit queued.
+	if s.phase.Load() != permitQueued {
 		return 0, ErrPermitNotLive
 	}
+	s.phase.Store(permitExecuting)
 	// Elapsed monotonic time since admission: half the cost of a second
 	// wall-clock read, and immune to wall-clock steps.
 	elapsed := deadline.Elapsed(s.clock, s.admittedAt)
@@ -304,7 +303,7 @@ func (p *AdmissionPermit) release(from uint32) bool {
 	var order uint64
 	s.provider.ledger.Update(func(tx atomicledger.Tx) {
 		if s.phase.CompareAndSwap(from, permitReleased) {
-			changed, released, order = true, tx.Release(s.ticket), tx.Order()
+			changed, released, order = true, tx.Release(s.ticket), s.provider.orderOf(tx)
 		}
 	})
 	if released && s.provider.journal != nil {

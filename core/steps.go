@@ -471,6 +471,11 @@ func (c *AdmissionController) preCheck(req *AdmissionRequest, d *decision) *reje
 	r.CPUFuel, r.MemoryBytes = d.grant.CPUFuel, d.grant.MemoryBytes
 	d.wall = deadline.Shorten(d.grant.WallTime.Value, d.untilCaller, req.Deadline.Set)
 	d.fingerprint = atomicledger.FingerprintOf(r.Tenant, req.ActivationID)
+	if d.rec != nil && pr.recording {
+		// A recorded decision's order must place it where it took
+		// effect: only a transaction's does.
+		return nil
+	}
 	if s, exact := pr.ledger.PreCheck(d.fingerprint, r); exact && s.Scope != atomicledger.NoScope {
 		return capacityError(s)
 	}
@@ -488,7 +493,7 @@ func (c *AdmissionController) commit(req *AdmissionRequest, first time.Time, d *
 	}
 	c.provider.ledger.Update(func(tx atomicledger.Tx) {
 		ticket, err = c.commitLocked(tx, req, first, d)
-		order = tx.Order()
+		order = c.provider.orderOf(tx)
 	})
 	if err != nil {
 		return nil, err
@@ -504,10 +509,8 @@ func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionReq
 	// Now is first + elapsed; every judgment below is a duration from
 	// first, so no second time.Time is built.
 	if d.rec != nil {
-		// The exact path runs this once per transaction: its order is
-		// the decision's (on a fast path that runs again, the second
-		// run's values replace the first's).
-		d.rec.Order, d.rec.Reads, d.rec.CommitLoad, d.rec.Committed = tx.Order(), d.readsBefore, nil, true
+		// The transaction's order is the decision's.
+		d.rec.Order, d.rec.Reads, d.rec.CommitLoad, d.rec.Committed = pr.orderOf(tx), d.readsBefore, nil, true
 	}
 	elapsed := c.since(d, first)
 	if req.Deadline.Set && d.untilCaller <= elapsed {

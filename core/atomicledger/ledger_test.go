@@ -103,12 +103,13 @@ func TestPreCheck(t *testing.T) {
 	if !exact || s != (Shortfall{Scope: NodeScope, Dimension: LiveActivations}) {
 		t.Fatalf("full node: %+v %v", s, exact)
 	}
-	for i := range l.stripes {
-		l.stripes[i].seq.Add(1) // a transaction writing on stripe i
-		if _, exact := l.PreCheck(other, &r); exact {
-			t.Fatalf("pre-check trusted counters while stripe %d was writing", i)
-		}
-		l.stripes[i].seq.Add(1)
+	l.seq.Add(1) // a transaction writing
+	if _, exact := l.PreCheck(other, &r); exact {
+		t.Fatal("pre-check trusted counters while a transaction was writing")
+	}
+	l.seq.Add(1)
+	if s, exact := l.PreCheck(other, &r); !exact || s.Scope != NodeScope {
+		t.Fatalf("after the write: %+v %v", s, exact)
 	}
 	if !release(l, tk) || release(l, tk) {
 		t.Fatal("release is not exactly-once")
@@ -184,52 +185,8 @@ func TestTxOutsideItsUpdatePanics(t *testing.T) {
 		l.Update(func(tx Tx) { kept = tx; panic("inside") })
 	}()
 	l.Update(func(Tx) {})
-	for i := range l.stripes {
-		if l.stripes[i].tx.active || !l.stripes[i].mu.TryLock() {
-			t.Fatal("the transaction outlived a panic")
-		}
-		l.stripes[i].mu.Unlock()
-	}
-	if !l.mu.TryLock() {
-		t.Fatal("the exact path's mutex outlived a panic")
+	if l.inTx || !l.mu.TryLock() {
+		t.Fatal("the transaction outlived a panic")
 	}
 	l.mu.Unlock()
-}
-
-// A transaction that moved something and then needs the exact path (a
-// second key) cannot be run again: it panics, and releases its stripe.
-func TestTwoKeysAfterAMovePanics(t *testing.T) {
-	l := newLedger(policy.MustCompile(stripedPolicy()), 2, 1)
-	st := &l.stripes[0]
-	r := Reservation{CPUFuel: 1, MemoryBytes: 1}
-	ids := collidingKeys(&l.table, 1)
-	other := ""
-	for i := 0; other == ""; i++ {
-		id := fmt.Sprint("o", i)
-		if l.table.lockOf(FingerprintOf(0, id)) != l.table.lockOf(FingerprintOf(0, ids[0])) {
-			other = id
-		}
-	}
-	tk, answer := commitOn(l, st, ids[0], r, ^uint64(0))
-	if answer != "ok" {
-		t.Fatal(answer)
-	}
-	func() {
-		defer func() {
-			if got := recover(); got == nil {
-				t.Fatal("no panic")
-			}
-		}()
-		l.updateOn(st, func(tx Tx) {
-			tx.Release(tk)
-			tx.Contains(FingerprintOf(0, other), 0, other)
-		})
-	}()
-	if !st.mu.TryLock() {
-		t.Fatal("the stripe stayed locked")
-	}
-	st.mu.Unlock()
-	if n := l.LiveEntries(); n != 0 {
-		t.Fatalf("%d live", n)
-	}
 }
