@@ -73,7 +73,6 @@ func (c *AdmissionController) admit(req *AdmissionRequest, rec *DecisionRecord) 
 		c.provider.metrics.reject(err)
 		return nil, err.err()
 	}
-	c.provider.metrics.inc(admittedCounter)
 	return p, nil
 }
 

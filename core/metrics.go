@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 )
 
-// metrics are the operator counters: admissions, leaked permits and
-// rejections by error. They are bounded by the fixed vocabulary and never
+// metrics are the operator counters: leaked permits and rejections by
+// error (the ledger counts admissions). They are bounded by the fixed vocabulary and never
 // keyed by request strings.
 //
 // Each counter is striped: metricStripes copies, each alone on its cache
@@ -35,8 +35,7 @@ const cacheLineBytes = 64
 // Counter positions; rejection i is at firstRejection+i, indexed like
 // allErrors.
 const (
-	admittedCounter = iota
-	leakedCounter
+	leakedCounter = iota
 	firstRejection
 )
 
@@ -91,7 +90,9 @@ func (m Metrics) RejectedByReason() map[Reason]int64 {
 
 // Metrics copies the provider's operator counters.
 func (p *LocalQuotaProvider) Metrics() Metrics {
-	m := Metrics{Admitted: p.metrics.value(admittedCounter), Leaked: p.metrics.value(leakedCounter),
+	// Every admission made one reservation, and the ledger counts them
+	// under its mutex, so the admission path pays no counter of its own.
+	m := Metrics{Admitted: int64(p.ledger.Reserved()), Leaked: p.metrics.value(leakedCounter),
 		Rejected: make([]RejectionCount, len(allErrors))}
 	for i := range allErrors {
 		m.Rejected[i] = RejectionCount{Err: allErrors[i].err(), Count: p.metrics.value(firstRejection + i)}

@@ -16,20 +16,20 @@ func TestStripedCountersAreExact(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				m.inc(admittedCounter)
+				m.inc(leakedCounter)
 			}
 		}()
 	}
 	wg.Wait()
-	if got := m.value(admittedCounter); got != goroutines*each {
+	if got := m.value(leakedCounter); got != goroutines*each {
 		t.Fatalf("counted %d, want %d", got, goroutines*each)
 	}
 	for stripe := range metricStripes {
-		if m.counters[stripe*perStripe+admittedCounter].n.Load() == 0 {
+		if m.counters[stripe*perStripe+leakedCounter].n.Load() == 0 {
 			t.Errorf("stripe %d got none of %d increments", stripe, goroutines*each)
 		}
 	}
-	if got := m.value(leakedCounter); got != 0 {
+	if got := m.value(firstRejection); got != 0 {
 		t.Errorf("another counter moved: %d", got)
 	}
 }

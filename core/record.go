@@ -142,7 +142,7 @@ func (c *AdmissionController) AdmitRecorded(req *AdmissionRequest, rec *Decision
 
 // journalMove tells the provider's journal of a move, if it has one.
 func (s *permitState) journalMove(kind MoveKind, order uint64, elapsed time.Duration) {
-	if j := s.provider.journal; j != nil {
+	if j := s.provider().journal; j != nil {
 		j.Moved(LedgerMove{Kind: kind, Order: order, Admission: s.order, Elapsed: elapsed})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"latent.dev/admission/core/atomicledger"
 	"latent.dev/admission/core/deadline"
@@ -22,6 +23,7 @@ import (
 type decision struct {
 	reservation atomicledger.Reservation
 	fingerprint atomicledger.Fingerprint
+	room        atomicledger.Room // what the pre-check saw of the reservation's room
 	rev         *policy.RevisionPolicy
 	identity    *policy.RevisionIdentity // the record's, equal to the request's; nil from a plain source
 	slot        *atomic.Value            // the record's requirements slot; nil from a plain source
@@ -149,30 +151,63 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 		return errPrincipalService
 	}
 	r := &req.Revision
+	held := &noIdentity
 	if c.records != nil && req.Handle != nil {
-		if id, rev, slot, ok := c.records.OwnRecord(req.Handle); ok && *id == r.RevisionIdentity && revisionFits(r, node) {
-			d.identity, d.rev, d.slot = id, rev, slot
-			return checkBudgetDimensions(&req.RequestedBudget)
+		if id, rev, slot, ok := c.records.OwnRecord(req.Handle); ok {
+			if sameIdentity(id, &r.RevisionIdentity) && revisionFits(r, node) {
+				d.identity, d.rev, d.slot = id, rev, slot
+				return checkBudgetDimensions(&req.RequestedBudget)
+			}
+			held = id
 		}
 	}
+	// A field equal to the held record's was validated by the source
+	// and needs only its length checked; any other is scanned.
 	gen := node.MaximumGeneratedIdentifierBytes
 	switch {
-	case !policy.ValidIdentifier(r.Tenant, max):
+	case !validAs(r.Tenant, held.Tenant, max):
 		return errRevisionTenant
-	case !policy.ValidIdentifier(r.Service, max):
+	case !validAs(r.Service, held.Service, max):
 		return errRevisionService
-	case !policy.ValidIdentifier(r.Route, max):
+	case !validAs(r.Route, held.Route, max):
 		return errRevisionRoute
-	case !policy.ValidIdentifier(r.Contract, max):
+	case !validAs(r.Contract, held.Contract, max):
 		return errRevisionContract
-	case !policy.ValidIdentifier(r.Function, max):
+	case !validAs(r.Function, held.Function, max):
 		return errRevisionFunction
-	case !policy.ValidIdentifier(r.Revision, gen):
+	case !validAs(r.Revision, held.Revision, gen):
 		return errRevisionID
-	case !policy.ValidIdentifier(r.Release, gen):
+	case !validAs(r.Release, held.Release, gen):
 		return errReleaseID
 	}
 	return checkBudgetDimensions(&req.RequestedBudget)
+}
+
+// noIdentity is the held identity when the request's handle names no
+// record of the source: its empty fields equal no valid identifier.
+var noIdentity policy.RevisionIdentity
+
+// sameString reports whether a == b, without a call when both are the
+// same bytes (as a resolver's answer and its record's usually are).
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
+
+// sameIdentity is *a == *b, field by field with sameString.
+func sameIdentity(a, b *policy.RevisionIdentity) bool {
+	return a.Generation == b.Generation && sameString(a.Tenant, b.Tenant) && sameString(a.Service, b.Service) &&
+		sameString(a.Route, b.Route) && sameString(a.Contract, b.Contract) && sameString(a.Function, b.Function) &&
+		sameString(a.Revision, b.Revision) && sameString(a.Release, b.Release)
+}
+
+// validAs is policy.ValidIdentifier(s, maxBytes) for an s that may equal
+// held, a non-empty identifier of a record the source validated: equal
+// to it, s obeys the character rules and only its length is checked.
+func validAs(s, held string, maxBytes uint32) bool {
+	if len(s) != 0 && sameString(s, held) {
+		return uint64(len(s)) <= uint64(maxBytes)
+	}
+	return policy.ValidIdentifier(s, maxBytes)
 }
 
 // revisionFits reports whether every field of a record's identity is
@@ -476,7 +511,9 @@ func (c *AdmissionController) preCheck(req *AdmissionRequest, d *decision) *reje
 		// effect: only a transaction's does.
 		return nil
 	}
-	if s, exact := pr.ledger.PreCheck(d.fingerprint, r); exact && s.Scope != atomicledger.NoScope {
+	s, exact, room := pr.ledger.PreCheck(d.fingerprint, r)
+	d.room = room
+	if exact && s.Scope != atomicledger.NoScope {
 		return capacityError(s)
 	}
 	return nil
@@ -531,7 +568,7 @@ func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionReq
 	if tx.Contains(d.fingerprint, r.Tenant, req.ActivationID) {
 		return atomicledger.Ticket{}, errDuplicate
 	}
-	if s := tx.Shortfall(r); s.Scope != atomicledger.NoScope {
+	if s := tx.ShortfallSince(d.room, r); s.Scope != atomicledger.NoScope {
 		return atomicledger.Ticket{}, capacityError(s)
 	}
 	switch deadline.Check(d.wall-elapsed, tx.CellBacklog(r.CellClass), d.parallelism,

@@ -287,7 +287,7 @@ func TestShortfallAtEachScopeAndDimension(t *testing.T) {
 				if got != st.want {
 					t.Fatalf("step %d (held %v, started %v, try %+v): shortfall %+v, want %+v", i, st.held, st.start, st.try, got, st.want)
 				}
-				if pre, exact := l.PreCheck(FingerprintOf(0, "new"), &st.try); exact && pre != st.want {
+				if pre, exact, _ := l.PreCheck(FingerprintOf(0, "new"), &st.try); exact && pre != st.want {
 					t.Fatalf("step %d: pre-check %+v, want %+v", i, pre, st.want)
 				}
 			}
@@ -328,8 +328,8 @@ func TestLiveTableIndexSize(t *testing.T) {
 		if size < 2 || size&(size-1) != 0 || size < 2*maxLive || (size > 2 && size/2 >= 2*maxLive) || tb.mask != size-1 {
 			t.Fatalf("maxLive %d: index of %d buckets, mask %#x", maxLive, size, tb.mask)
 		}
-		if len(tb.entries) != int(maxLive) || tb.free.n != maxLive || tb.liveCountLocked() != 0 {
-			t.Fatalf("maxLive %d: %d entries, %d free", maxLive, len(tb.entries), tb.free.n)
+		if len(tb.entries) != int(maxLive) || len(tb.free) != int(maxLive) || cap(tb.free) != int(maxLive) || tb.liveCountLocked() != 0 {
+			t.Fatalf("maxLive %d: %d entries, %d free", maxLive, len(tb.entries), len(tb.free))
 		}
 		if i, ok := tb.popLocked(); maxLive > 0 && (!ok || i != 0) || maxLive == 0 && ok {
 			t.Fatalf("maxLive %d: entry %d is handed out first (%v)", maxLive, i, ok)

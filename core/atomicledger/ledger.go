@@ -115,8 +115,10 @@ func (c *counters) held() Held {
 // Limits never change after [New]. One mutex, mu, serializes every
 // transaction (a commit, a start, a release, a reclaim); the counters are
 // atomics so that reads and the lock-free pre-check never take it. seq is
-// odd while a transaction moves counters or the live table, so that a
-// lock-free reader can tell whether what it read held at one instant.
+// odd while Reserve moves counters and the live table, so that the
+// pre-check can tell whether capacity was taken while it read (a start
+// and a release only give capacity back, so they leave seq alone: see
+// PreCheck).
 type Ledger struct {
 	node   counters
 	tenant []counters
@@ -125,7 +127,7 @@ type Ledger struct {
 	cell   [policy.NumCellClasses]counters
 
 	_   [cacheLine]byte
-	seq atomic.Uint64 // written with mu held; read lock-free
+	seq atomic.Uint64 // written by Reserve, with mu held; read lock-free
 	_   [cacheLine - 8]byte
 
 	mu sync.Mutex
@@ -135,6 +137,8 @@ type Ledger struct {
 	order uint64
 	// inTx is true while Update runs its function. Guarded by mu.
 	inTx bool
+	// reserved counts the reservations ever made. Guarded by mu.
+	reserved uint64
 	// table is the live-activation table. Guarded by mu; its
 	// fingerprints and chains are also read lock-free (table.go).
 	table liveTable
@@ -162,26 +166,47 @@ func New(c *policy.Compiled) *Ledger {
 	return l
 }
 
+// Room is what [Ledger.PreCheck] saw when a reservation fitted: the
+// sequence counter it read. A transaction that finds the counter
+// unchanged knows that no capacity was taken since, so the reservation
+// still fits ([Tx.ShortfallSince]). The zero Room saw nothing.
+type Room struct{ seq uint64 }
+
 // PreCheck decides, without taking the mutex, whether r certainly does
 // not fit. With exact=true, a Shortfall with a scope is the answer, the
-// one a transaction would give at the instant the pre-check read; an
-// empty Shortfall means a transaction must decide. exact is false when
-// it cannot tell: a transaction was writing, or the key (fingerprint fp)
-// may already be live, in which case the duplicate answer comes first
-// and only a transaction can give it.
+// one a transaction would have given at an instant during the call; an
+// empty Shortfall means a transaction must decide, and room says what
+// the pre-check saw. exact is false when it cannot tell: a Reserve ran
+// meanwhile, or the key (fingerprint fp) may already be live, in which
+// case the duplicate answer comes first and only a transaction can give
+// it.
 //
-// A request that fits reads the counters once and nothing else: the
-// transaction decides it anyway.
-func (l *Ledger) PreCheck(fp Fingerprint, r *Reservation) (s Shortfall, exact bool) {
+// Only a Reserve takes capacity, and only it moves seq. A start and a
+// release give capacity back, scope by scope, without moving seq; the
+// pre-check reads the scopes in checking order, so when it reads the
+// dimension that lacks room, every scope and dimension it read before
+// has at least the room it saw: the shortfall held at that instant. The
+// key is looked up before the counters are read, so it was absent at
+// that instant too (a removal never hides another key; an insert is a
+// Reserve).
+//
+// A request that fits reads seq and the counters once and nothing else:
+// the transaction decides it anyway.
+func (l *Ledger) PreCheck(fp Fingerprint, r *Reservation) (s Shortfall, exact bool, room Room) {
 	before := l.seq.Load()
-	s = l.shortfall(r)
-	if s.Scope == NoScope {
-		return s, true
+	if s = l.shortfall(r); s.Scope == NoScope {
+		if before&1 == 0 {
+			room = Room{seq: before | 1<<63}
+		}
+		return s, true, room
 	}
-	if before&1 != 0 || l.table.mayContain(fp) || l.seq.Load() != before {
-		return Shortfall{}, false
+	if before&1 != 0 || l.table.mayContain(fp) {
+		return Shortfall{}, false, Room{}
 	}
-	return s, true
+	if s = l.shortfall(r); s.Scope == NoScope || l.seq.Load() != before {
+		return Shortfall{}, false, Room{}
+	}
+	return s, true, Room{}
 }
 
 // NextOrder takes the next place in the ledger's total order for an
@@ -242,6 +267,17 @@ func (tx Tx) Contains(fp Fingerprint, tenant policy.TenantID, id string) bool {
 // held nothing moves underneath.
 func (tx Tx) Shortfall(r *Reservation) Shortfall { return tx.held().shortfall(r) }
 
+// ShortfallSince is Shortfall for an r that [Ledger.PreCheck] found
+// fitting with room: when no Reserve ran since, capacity has only come
+// back, so r still fits and nothing is read again.
+func (tx Tx) ShortfallSince(room Room, r *Reservation) Shortfall {
+	l := tx.held()
+	if room.seq == l.seq.Load()|1<<63 {
+		return Shortfall{}
+	}
+	return l.shortfall(r)
+}
+
 func (l *Ledger) shortfall(r *Reservation) Shortfall {
 	if s, ok := scopeShortfall(NodeScope, &l.node, r); !ok {
 		return s
@@ -290,6 +326,7 @@ func (tx Tx) CellBacklog(c policy.CellClass) uint64 { return tx.held().cell[c].l
 // checks passed.
 func (tx Tx) Reserve(fp Fingerprint, id string, r Reservation) Ticket {
 	l := tx.held()
+	l.reserved++
 	l.seq.Add(1)
 	tk := l.table.insertLocked(fp, id, &r)
 	add(&l.node, &r)
@@ -326,14 +363,12 @@ func (tx Tx) Start(tk Ticket) bool {
 	if e == nil || e.executing {
 		return false
 	}
-	l.seq.Add(1)
 	e.executing = true
 	r := &e.reservation
 	l.node.slots.Add(^oneQueued + 1)
 	l.tenant[r.Tenant].slots.Add(^oneQueued + 1)
 	l.trust[r.TrustClass].slots.Add(^oneQueued + 1)
 	l.queue[r.QueueClass].slots.Add(^oneQueued + 1)
-	l.seq.Add(1)
 	return true
 }
 
@@ -346,7 +381,6 @@ func (tx Tx) Release(tk Ticket) bool {
 	if e == nil {
 		return false
 	}
-	l.seq.Add(1)
 	r := e.reservation
 	queued := oneQueued
 	if e.executing {
@@ -360,7 +394,6 @@ func (tx Tx) Release(tk Ticket) bool {
 	}
 	l.cell[r.CellClass].slots.Add(^oneLive + 1)
 	l.table.removeLocked(tk.entry)
-	l.seq.Add(1)
 	return true
 }
 
@@ -378,6 +411,13 @@ func (l *Ledger) QueueClassQueued(id policy.QueueClassID) uint64 { return l.queu
 
 // CellClassLive reads a cell class's live backlog lock-free.
 func (l *Ledger) CellClassLive(c policy.CellClass) uint64 { return l.cell[c].live() }
+
+// Reserved is how many reservations were ever made (takes the mutex).
+func (l *Ledger) Reserved() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reserved
+}
 
 // LiveEntries counts live reservations in the table (takes the mutex).
 func (l *Ledger) LiveEntries() int {

@@ -91,29 +91,81 @@ func TestPreCheck(t *testing.T) {
 	l := testLedger(t, 1)
 	r := Reservation{Tenant: 0, CPUFuel: 1, MemoryBytes: 1}
 	fp := FingerprintOf(0, "x")
-	if s, exact := l.PreCheck(fp, &r); !exact || s.Scope != NoScope {
-		t.Fatalf("empty ledger: %+v %v", s, exact)
+	s, exact, room := l.PreCheck(fp, &r)
+	if !exact || s.Scope != NoScope || room == (Room{}) {
+		t.Fatalf("empty ledger: %+v %v %+v", s, exact, room)
 	}
 	tk := reserve(l, fp, "x", r)
-	if _, exact := l.PreCheck(fp, &r); exact {
+	if _, exact, _ := l.PreCheck(fp, &r); exact {
 		t.Fatal("a possibly live key must defer to the locked path")
 	}
 	other := FingerprintOf(0, "y")
-	s, exact := l.PreCheck(other, &r)
-	if !exact || s != (Shortfall{Scope: NodeScope, Dimension: LiveActivations}) {
-		t.Fatalf("full node: %+v %v", s, exact)
+	s, exact, room = l.PreCheck(other, &r)
+	if !exact || s != (Shortfall{Scope: NodeScope, Dimension: LiveActivations}) || room != (Room{}) {
+		t.Fatalf("full node: %+v %v %+v", s, exact, room)
 	}
-	l.seq.Add(1) // a transaction writing
-	if _, exact := l.PreCheck(other, &r); exact {
-		t.Fatal("pre-check trusted counters while a transaction was writing")
+	l.seq.Add(1) // a Reserve writing
+	if _, exact, _ := l.PreCheck(other, &r); exact {
+		t.Fatal("pre-check trusted counters while a Reserve was writing")
 	}
 	l.seq.Add(1)
-	if s, exact := l.PreCheck(other, &r); !exact || s.Scope != NodeScope {
+	if s, exact, _ := l.PreCheck(other, &r); !exact || s.Scope != NodeScope {
 		t.Fatalf("after the write: %+v %v", s, exact)
 	}
 	if !release(l, tk) || release(l, tk) {
 		t.Fatal("release is not exactly-once")
 	}
+	// A Reserve in flight: a fitting reservation is seen to fit, but
+	// with no room a transaction could trust.
+	l.seq.Add(1)
+	if s, exact, room := l.PreCheck(other, &r); !exact || s.Scope != NoScope || room != (Room{}) {
+		t.Fatalf("during a Reserve: %+v %v %+v", s, exact, room)
+	}
+	l.seq.Add(1)
+}
+
+// A room the pre-check saw holds in a transaction while no Reserve ran
+// since (starts and releases only give capacity back); once one ran, the
+// transaction reads the counters again.
+func TestShortfallSinceTrustsOnlyAnUnchangedRoom(t *testing.T) {
+	l := testLedger(t, 1)
+	r := Reservation{Tenant: 0, CPUFuel: 1, MemoryBytes: 1}
+	fp := FingerprintOf(0, "x")
+	_, _, room := l.PreCheck(fp, &r)
+	shortSince := func(room Room) (s Shortfall) {
+		l.Update(func(tx Tx) { s = tx.ShortfallSince(room, &r) })
+		return s
+	}
+	if s := shortSince(room); s.Scope != NoScope {
+		t.Fatalf("an unchanged room: %+v", s)
+	}
+	tk := reserve(l, fp, "x", r)
+	full := Shortfall{Scope: NodeScope, Dimension: LiveActivations}
+	if s := shortSince(room); s != full {
+		t.Fatalf("a room from before a Reserve: %+v, want %+v", s, full)
+	}
+	if s := shortSince(Room{}); s != full {
+		t.Fatalf("no room: %+v, want %+v", s, full)
+	}
+	if !start(l, tk) || !release(l, tk) {
+		t.Fatal("start and release")
+	}
+	_, _, room = l.PreCheck(fp, &r)
+	tk = reserve(l, fp, "x", r)
+	if !release(l, tk) {
+		t.Fatal("release")
+	}
+	// The node is empty again, yet a Reserve ran: the room is stale and
+	// the counters are read, which find room.
+	if s := shortSince(room); s.Scope != NoScope {
+		t.Fatalf("a stale room over an empty node: %+v", s)
+	}
+	_, _, room = l.PreCheck(fp, &r)
+	tk = reserve(l, fp, "x", r)
+	if s := shortSince(room); s != full {
+		t.Fatalf("a stale room over a full node: %+v", s)
+	}
+	release(l, tk)
 }
 
 func TestFingerprintSeparatesTenants(t *testing.T) {

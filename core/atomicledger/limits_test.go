@@ -185,7 +185,7 @@ func runLimitsRound(t *testing.T, l *Ledger, workers, steps int, round uint64, r
 					// The pre-check's exact answer is a refusal the
 					// transaction would have given then; it is counted
 					// like one.
-					if short, exact := l.PreCheck(FingerprintOf(r.Tenant, id), &r); exact && short.Scope != NoScope {
+					if short, exact, _ := l.PreCheck(FingerprintOf(r.Tenant, id), &r); exact && short.Scope != NoScope {
 						seen[fmt.Sprintf("short %d/%d", short.Scope, short.Dimension)]++
 						break
 					}

@@ -34,13 +34,13 @@ func FingerprintOf(tenant policy.TenantID, activationID string) Fingerprint {
 	return 1
 }
 
-// entry is one live reservation, or a free one on the free list. Entries
-// never move: a permit names its entry by index and generation. Guarded
-// by Ledger.mu; fingerprint and next are atomics because the pre-check
-// walks chains lock-free.
+// entry is one live reservation, or a free one. Entries never move: a
+// permit names its entry by index and generation. Guarded by Ledger.mu;
+// fingerprint and next are atomics because the pre-check walks chains
+// lock-free.
 type entry struct {
 	fingerprint atomic.Uint64 // 0 while free
-	next        atomic.Uint32 // the next entry of its chain or the free list, as index+1; 0 ends it
+	next        atomic.Uint32 // the next entry of its chain, as index+1; 0 ends it
 	live        bool
 	executing   bool
 	generation  uint64 // bumped on every reuse, so a stale ticket never matches
@@ -50,21 +50,20 @@ type entry struct {
 
 // liveTable is the fixed-capacity live-activation table: a pool of
 // maxLive entries and a chained hash index from fingerprint to entry (at
-// least two buckets per entry, so chains stay short). Free entries sit
-// on a free list linked through next. Every field is guarded by
-// Ledger.mu; buckets and the entries' fingerprint and next are also read
-// lock-free. Nothing in it grows after construction.
+// least two buckets per entry, so chains stay short) and a stack of
+// the free entries. Every field is guarded by Ledger.mu; buckets and the
+// entries' fingerprint and next are also read lock-free. Nothing in it
+// grows after construction.
+//
+// A removal unlinks an entry without hiding any other: a lock-free walk
+// already on the removed entry still follows its old next. So while no
+// insert runs, a walk that finds no fingerprint proves the key absent at
+// the instant it started, whatever removals run meanwhile.
 type liveTable struct {
 	entries []entry
 	buckets []atomic.Uint32 // head of each chain, as index+1; 0 is empty
 	mask    uint64
-	free    freeList
-}
-
-// freeList is a stack of free entries linked through their next field.
-type freeList struct {
-	head uint32 // index+1; 0 when empty
-	n    uint64
+	free    []uint32 // the free entries' indexes; the top is handed out next
 }
 
 func newLiveTable(maxLive uint64) liveTable {
@@ -76,33 +75,27 @@ func newLiveTable(maxLive uint64) liveTable {
 		entries: make([]entry, maxLive),
 		buckets: make([]atomic.Uint32, size),
 		mask:    size - 1,
+		free:    make([]uint32, maxLive),
 	}
-	for i := maxLive; i > 0; i-- {
-		t.pushLocked(uint32(i - 1))
+	for i := range t.free {
+		t.free[i] = uint32(maxLive) - 1 - uint32(i)
 	}
 	return t
 }
 
-// pushLocked puts free entry i on the free list.
-func (t *liveTable) pushLocked(i uint32) {
-	t.entries[i].next.Store(t.free.head)
-	t.free.head = i + 1
-	t.free.n++
-}
-
-// popLocked takes an entry off the free list.
+// popLocked takes a free entry off the stack.
 func (t *liveTable) popLocked() (uint32, bool) {
-	if t.free.head == 0 {
+	top := len(t.free) - 1
+	if top < 0 {
 		return 0, false
 	}
-	i := t.free.head - 1
-	t.free.head = t.entries[i].next.Load()
-	t.free.n--
+	i := t.free[top]
+	t.free = t.free[:top]
 	return i, true
 }
 
 // mayContain reports whether the key with fingerprint fp may be live. A
-// false answer is exact only if no writer ran concurrently; the caller
+// false answer is exact only if no insert ran concurrently; the caller
 // brackets the call with the ledger's sequence counter. The walk is
 // bounded, since a chain read while it changes may lead anywhere.
 func (t *liveTable) mayContain(fp Fingerprint) bool {
@@ -183,8 +176,8 @@ func (t *liveTable) removeLocked(ei uint32) {
 	e.executing = false
 	e.id = ""
 	e.reservation = Reservation{}
-	t.pushLocked(ei)
+	t.free = append(t.free, ei)
 }
 
 // liveCountLocked is the number of live entries.
-func (t *liveTable) liveCountLocked() int { return len(t.entries) - int(t.free.n) }
+func (t *liveTable) liveCountLocked() int { return len(t.entries) - len(t.free) }
