@@ -118,7 +118,7 @@ type permitBlock struct {
 // that keeps the one allocation of an admission small. Its pointers come
 // first, so the collector scans only the block's first 64 bytes.
 type permitState struct {
-	admittedAt time.Time             // the reading the deadline was bound to
+	admittedAt time.Time            // the reading the deadline was bound to
 	ctl        *AdmissionController // its provider (ledger, counters, class names) and clock
 	// identity is the record's identity when the source keeps records,
 	// else a copy of the request's made at admission.
