@@ -4,7 +4,6 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"latent.dev/admission/core/atomicledger"
 	"latent.dev/admission/core/deadline"
@@ -154,7 +153,7 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 	held := &noIdentity
 	if c.records != nil && req.Handle != nil {
 		if id, rev, slot, ok := c.records.OwnRecord(req.Handle); ok {
-			if sameIdentity(id, &r.RevisionIdentity) && revisionFits(r, node) {
+			if *id == r.RevisionIdentity && revisionFits(r, node) {
 				d.identity, d.rev, d.slot = id, rev, slot
 				return checkBudgetDimensions(&req.RequestedBudget)
 			}
@@ -187,24 +186,11 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 // record of the source: its empty fields equal no valid identifier.
 var noIdentity policy.RevisionIdentity
 
-// sameString reports whether a == b, without a call when both are the
-// same bytes (as a resolver's answer and its record's usually are).
-func sameString(a, b string) bool {
-	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
-}
-
-// sameIdentity is *a == *b, field by field with sameString.
-func sameIdentity(a, b *policy.RevisionIdentity) bool {
-	return a.Generation == b.Generation && sameString(a.Tenant, b.Tenant) && sameString(a.Service, b.Service) &&
-		sameString(a.Route, b.Route) && sameString(a.Contract, b.Contract) && sameString(a.Function, b.Function) &&
-		sameString(a.Revision, b.Revision) && sameString(a.Release, b.Release)
-}
-
 // validAs is policy.ValidIdentifier(s, maxBytes) for an s that may equal
 // held, a non-empty identifier of a record the source validated: equal
 // to it, s obeys the character rules and only its length is checked.
 func validAs(s, held string, maxBytes uint32) bool {
-	if len(s) != 0 && sameString(s, held) {
+	if len(s) != 0 && s == held {
 		return uint64(len(s)) <= uint64(maxBytes)
 	}
 	return policy.ValidIdentifier(s, maxBytes)

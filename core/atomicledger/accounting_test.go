@@ -276,19 +276,35 @@ func TestShortfallAtEachScopeAndDimension(t *testing.T) {
 				node, tenant, trust, queue := roomy, roomy, roomy, uint64(roomyQueue)
 				tc.edit(&node, &tenant, &trust, &queue)
 				l := limitsLedger(t, node, tenant, trust, queue)
+				var held []Ticket
 				for j, r := range st.held {
 					tk := reserve(l, FingerprintOf(0, fmt.Sprint(j)), fmt.Sprint(j), r)
 					if st.start && !start(l, tk) {
 						t.Fatalf("step %d: start", i)
 					}
+					held = append(held, tk)
 				}
 				var got Shortfall
 				l.Update(func(tx Tx) { got = tx.Shortfall(&st.try) })
 				if got != st.want {
 					t.Fatalf("step %d (held %v, started %v, try %+v): shortfall %+v, want %+v", i, st.held, st.start, st.try, got, st.want)
 				}
-				if pre, exact, _ := l.PreCheck(FingerprintOf(0, "new"), &st.try); exact && pre != st.want {
-					t.Fatalf("step %d: pre-check %+v, want %+v", i, pre, st.want)
+				if pre, exact, _ := l.PreCheck(FingerprintOf(0, "new"), &st.try); !exact || pre != st.want {
+					t.Fatalf("step %d: pre-check %+v (exact %v), want %+v", i, pre, exact, st.want)
+				}
+				if st.want.Scope == NoScope {
+					continue
+				}
+				// The pre-check's second look at the dimension that lacked
+				// room sees it lacking until the held capacity comes back.
+				if !l.lacks(&st.try, st.want) {
+					t.Fatalf("step %d: lacks(%+v) is false at the limit", i, st.want)
+				}
+				for _, tk := range held {
+					release(l, tk)
+				}
+				if l.lacks(&st.try, st.want) != st.want.Permanent {
+					t.Fatalf("step %d: lacks(%+v) = %v on an empty ledger", i, st.want, !st.want.Permanent)
 				}
 			}
 		})

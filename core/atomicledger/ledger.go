@@ -200,13 +200,38 @@ func (l *Ledger) PreCheck(fp Fingerprint, r *Reservation) (s Shortfall, exact bo
 		}
 		return s, true, room
 	}
-	if before&1 != 0 || l.table.mayContain(fp) {
-		return Shortfall{}, false, Room{}
-	}
-	if s = l.shortfall(r); s.Scope == NoScope || l.seq.Load() != before {
+	// The counters were read before the key was looked up: the dimension
+	// that lacked room is read once more, after the lookup. Every scope
+	// and dimension before it had at least the room seen then.
+	if before&1 != 0 || l.table.mayContain(fp) || !l.lacks(r, s) || l.seq.Load() != before {
 		return Shortfall{}, false, Room{}
 	}
 	return s, true, Room{}
+}
+
+// lacks reports whether r still lacks room at s's scope and dimension.
+func (l *Ledger) lacks(r *Reservation, s Shortfall) bool {
+	var c *counters
+	switch s.Scope {
+	case NodeScope:
+		c = &l.node
+	case TenantScope:
+		c = &l.tenant[r.Tenant]
+	case TrustClassScope:
+		c = &l.trust[r.TrustClass]
+	default:
+		c = &l.queue[r.QueueClass]
+	}
+	lim := &c.limit
+	switch s.Dimension {
+	case LiveActivations:
+		return !fits(c.live(), 1, lim.MaxLiveActivations)
+	case QueuedReservations:
+		return !fits(c.queued(), 1, lim.MaxQueuedReservations)
+	case CPUFuel:
+		return !fits(c.fuel.Load(), r.CPUFuel, lim.MaxReservedCPUFuel)
+	}
+	return !fits(c.memory.Load(), r.MemoryBytes, lim.MaxReservedMemoryBytes)
 }
 
 // NextOrder takes the next place in the ledger's total order for an
