@@ -1,7 +1,7 @@
 // Command compare measures the working tree against a named commit: it
 // builds the bench package's test binary at -base (in a temporary git
 // worktree, removed afterwards) and in the working tree, then runs both,
-// interleaved, -rounds times over: the single-goroutine benchmarks
+// interleaved family by family, -rounds times over: the single-goroutine benchmarks
 // (Clock, Cycle, Reject, CriticalSection) at -cpu 1, pinned to one core
 // with taskset when it is there, and BenchmarkParallel at -cpu 2. It
 // prints each benchmark's median ns/op and allocs/op at base and head,
@@ -100,27 +100,28 @@ func measure(bins []binary, commit, head string, rounds int, benchtime string) e
 	pin := pinning()
 	samples := map[string]map[string]map[string][]float64{} // benchmark, binary, unit
 	var order []string
+	type set struct {
+		pattern, cpu string
+		pin          []string
+	}
+	var sets []set
+	for _, p := range single {
+		sets = append(sets, set{p, "1", pin})
+	}
+	for _, p := range parallel {
+		sets = append(sets, set{p, "2", nil})
+	}
 	for round := 1; round <= rounds; round++ {
-		// Alternate which binary goes first, so that neither always
-		// runs right after the other's warm-up.
-		pair := bins
-		if round%2 == 0 {
-			pair = []binary{bins[1], bins[0]}
-		}
-		for _, b := range pair {
-			fmt.Fprintf(os.Stderr, "round %d of %d: %s\n", round, rounds, b.name)
-			type set struct {
-				pattern, cpu string
-				pin          []string
+		fmt.Fprintf(os.Stderr, "round %d of %d\n", round, rounds)
+		for k, set := range sets {
+			// Base and head run each family back to back, so that a slow
+			// spell of a shared machine lands on both; which goes first
+			// alternates.
+			pair := bins
+			if (round+k)%2 == 0 {
+				pair = []binary{bins[1], bins[0]}
 			}
-			var sets []set
-			for _, p := range single {
-				sets = append(sets, set{p, "1", pin})
-			}
-			for _, p := range parallel {
-				sets = append(sets, set{p, "2", nil})
-			}
-			for _, set := range sets {
+			for _, b := range pair {
 				args := append(append([]string{}, set.pin...), b.path, "-test.run=^$", "-test.bench="+set.pattern,
 					"-test.benchmem", "-test.benchtime="+benchtime, "-test.count=1", "-test.cpu="+set.cpu)
 				cmd := exec.Command(args[0], args[1:]...)
