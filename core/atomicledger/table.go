@@ -37,14 +37,14 @@ func FingerprintOf(tenant policy.TenantID, activationID string) Fingerprint {
 // entry is one live reservation, or a free one. Entries never move: a
 // permit names its entry by index and generation. Guarded by Ledger.mu;
 // fingerprint and next are atomics because the pre-check walks chains
-// lock-free.
+// lock-free. An entry holds no pointer (its activation ID is in
+// liveTable.ids), so the collector never scans the entries.
 type entry struct {
 	fingerprint atomic.Uint64 // 0 while free
 	next        atomic.Uint32 // the next entry of its chain, as index+1; 0 ends it
 	live        bool
 	executing   bool
 	generation  uint64 // bumped on every reuse, so a stale ticket never matches
-	id          string
 	reservation Reservation
 }
 
@@ -61,6 +61,9 @@ type entry struct {
 // the instant it started, whatever removals run meanwhile.
 type liveTable struct {
 	entries []entry
+	// ids holds entry i's activation ID at i: apart from the entries, so
+	// that a collection reads a sixth of the memory to mark them.
+	ids     []string
 	buckets []atomic.Uint32 // head of each chain, as index+1; 0 is empty
 	mask    uint64
 	free    []uint32 // the free entries' indexes; the top is handed out next
@@ -73,6 +76,7 @@ func newLiveTable(maxLive uint64) liveTable {
 	}
 	t := liveTable{
 		entries: make([]entry, maxLive),
+		ids:     make([]string, maxLive),
 		buckets: make([]atomic.Uint32, size),
 		mask:    size - 1,
 		free:    make([]uint32, maxLive),
@@ -114,7 +118,7 @@ func (t *liveTable) mayContain(fp Fingerprint) bool {
 func (t *liveTable) findLocked(fp Fingerprint, tenant policy.TenantID, id string) int {
 	for next := t.buckets[uint64(fp)&t.mask].Load(); next != 0; {
 		e := &t.entries[next-1]
-		if e.fingerprint.Load() == uint64(fp) && e.reservation.Tenant == tenant && e.id == id {
+		if e.fingerprint.Load() == uint64(fp) && e.reservation.Tenant == tenant && t.ids[next-1] == id {
 			return int(next - 1)
 		}
 		next = e.next.Load()
@@ -135,7 +139,7 @@ func (t *liveTable) insertLocked(fp Fingerprint, id string, r *Reservation) Tick
 	e.generation++
 	e.live = true
 	e.executing = false
-	e.id = id
+	t.ids[ei] = id
 	e.reservation = *r
 	b := &t.buckets[uint64(fp)&t.mask]
 	e.next.Store(b.Load())
@@ -174,7 +178,7 @@ func (t *liveTable) removeLocked(ei uint32) {
 	e.fingerprint.Store(0)
 	e.live = false
 	e.executing = false
-	e.id = ""
+	t.ids[ei] = ""
 	e.reservation = Reservation{}
 	t.free = append(t.free, ei)
 }
