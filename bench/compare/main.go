@@ -5,9 +5,10 @@
 // (Clock, Cycle, Reject, CriticalSection) at -cpu 1, pinned to one core
 // with taskset when it is there, and BenchmarkParallel at -cpu 2. It
 // prints each benchmark's median ns/op and allocs/op at base and head,
-// the ratio head/base, and the medians of the figures the benchmarks
-// report themselves (admits/s, rejections/s, bound-cycles/s) with their
-// ratio. Only the ledger's rows run (impl=ledger). `make compare
+// the ratio head/base, the single-goroutine benchmarks' CPU time per
+// operation (see measureCPU), and the medians of the figures the
+// benchmarks report themselves (admits/s, rejections/s, bound-cycles/s)
+// with their ratio. Only the ledger's rows run (impl=ledger). `make compare
 // BASE=<commit>` runs it.
 //
 // Every speed claim is such a comparison with a named commit: a ratio
@@ -155,13 +156,23 @@ func measure(bins []binary, commit, head string, rounds int, benchtime string) e
 			}
 		}
 	}
+	cpu, err := measureCPU(bins, order, samples, pin, rounds)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("base %s, head %s; %d interleaved rounds, medians; %s, %s/%s\n", commit, head, rounds, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	fmt.Printf("single-goroutine benchmarks at -cpu 1%s; BenchmarkParallel at -cpu 2, unpinned\n\n", pinNote(pin))
-	fmt.Printf("%-52s %12s %12s %7s %14s\n", "benchmark", "base ns/op", "head ns/op", "head/base", "allocs b/h")
+	fmt.Printf("%-52s %12s %12s %7s %14s\n", "benchmark (wall time)", "base ns/op", "head ns/op", "head/base", "allocs b/h")
 	for _, name := range order {
 		b, h := samples[name]["base"], samples[name]["head"]
 		fmt.Printf("%-52s %12s %12s %7s %14s\n", name, num(median(b["ns/op"])), num(median(h["ns/op"])),
 			ratio(median(h["ns/op"]), median(b["ns/op"])), num(median(b["allocs/op"]))+"/"+num(median(h["allocs/op"])))
+	}
+	fmt.Printf("\n%-52s %12s %12s %7s\n", "benchmark (CPU time, pinned)", "base ns/op", "head ns/op", "head/base")
+	for _, name := range order {
+		if c := cpu[name]; c != nil {
+			fmt.Printf("%-52s %12s %12s %7s\n", name, num(median(c["base"])), num(median(c["head"])), ratio(median(c["head"]), median(c["base"])))
+		}
 	}
 	fmt.Printf("\n%-52s %-16s %14s %14s %7s\n", "benchmark", "figure", "base", "head", "head/base")
 	for _, name := range order {
@@ -178,6 +189,60 @@ func measure(bins []binary, commit, head string, rounds int, benchtime string) e
 		}
 	}
 	return nil
+}
+
+// measureCPU times each single-goroutine benchmark by the CPU time its
+// process spends (user plus system, every thread, the collector's
+// included) over a fixed number of iterations, less a run of one
+// iteration (the setup), divided by the count. On a shared machine a
+// process that waits for a core adds to its wall time, not to its CPU
+// time, so this figure moves less with the other work of the host. Each
+// benchmark runs on its own, pinned, base and head back to back, rounds
+// times; the count is what takes about half a second at head's wall time.
+func measureCPU(bins []binary, order []string, samples map[string]map[string]map[string][]float64, pin []string, rounds int) (map[string]map[string][]float64, error) {
+	cpu := map[string]map[string][]float64{}
+	for round := 1; round <= rounds; round++ {
+		fmt.Fprintf(os.Stderr, "CPU time, round %d of %d\n", round, rounds)
+		for k, name := range order {
+			if strings.HasPrefix(name, "BenchmarkParallel") {
+				continue
+			}
+			ns := median(samples[name]["head"]["ns/op"])
+			if ns <= 0 {
+				continue
+			}
+			n := max(int64(0.5e9/ns), 1000)
+			var parts []string
+			for _, p := range strings.Split(name, "/") {
+				parts = append(parts, "^"+regexp.QuoteMeta(p)+"$")
+			}
+			pattern := strings.Join(parts, "/")
+			pair := bins
+			if (round+k)%2 == 0 {
+				pair = []binary{bins[1], bins[0]}
+			}
+			for _, b := range pair {
+				var spent [2]float64
+				for i, iterations := range []int64{1, n} {
+					args := append(append([]string{}, pin...), b.path, "-test.run=^$", "-test.bench="+pattern,
+						"-test.benchtime="+strconv.FormatInt(iterations, 10)+"x", "-test.count=1", "-test.cpu=1")
+					cmd := exec.Command(args[0], args[1:]...)
+					cmd.Dir = b.dir
+					cmd.Stderr = os.Stderr
+					if out, err := cmd.Output(); err != nil {
+						return nil, fmt.Errorf("%s: %v\n%s", strings.Join(args, " "), err, out)
+					}
+					st := cmd.ProcessState
+					spent[i] = float64(st.UserTime() + st.SystemTime())
+				}
+				if cpu[name] == nil {
+					cpu[name] = map[string][]float64{}
+				}
+				cpu[name][b.name] = append(cpu[name][b.name], (spent[1]-spent[0])/float64(n))
+			}
+		}
+	}
+	return cpu, nil
 }
 
 type binary struct{ name, dir, path string }
