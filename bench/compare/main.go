@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -168,10 +169,13 @@ func measure(bins []binary, commit, head string, rounds int, benchtime string) e
 		fmt.Printf("%-52s %12s %12s %7s %14s\n", name, num(median(b["ns/op"])), num(median(h["ns/op"])),
 			ratio(median(h["ns/op"]), median(b["ns/op"])), num(median(b["allocs/op"]))+"/"+num(median(h["allocs/op"])))
 	}
-	fmt.Printf("\n%-52s %12s %12s %7s\n", "benchmark (CPU time, pinned)", "base ns/op", "head ns/op", "head/base")
+	fmt.Printf("\n%-52s %12s %12s %7s %12s %12s %7s\n", "benchmark (CPU time, pinned)", "base ns/op", "head ns/op", "head/base",
+		"base min", "head min", "min/min")
 	for _, name := range order {
 		if c := cpu[name]; c != nil {
-			fmt.Printf("%-52s %12s %12s %7s\n", name, num(median(c["base"])), num(median(c["head"])), ratio(median(c["head"]), median(c["base"])))
+			b, h := c["base"], c["head"]
+			fmt.Printf("%-52s %12s %12s %7s %12s %12s %7s\n", name, num(median(b)), num(median(h)), ratio(median(h), median(b)),
+				num(lowest(b)), num(lowest(h)), ratio(lowest(h), lowest(b)))
 		}
 	}
 	fmt.Printf("\n%-52s %-16s %14s %14s %7s\n", "benchmark", "figure", "base", "head", "head/base")
@@ -199,6 +203,7 @@ func measure(bins []binary, commit, head string, rounds int, benchtime string) e
 // time, so this figure moves less with the other work of the host. Each
 // benchmark runs on its own, pinned, base and head back to back, rounds
 // times; the count is what takes about half a second at head's wall time.
+// The table shows each side's median and its lowest sample.
 func measureCPU(bins []binary, order []string, samples map[string]map[string]map[string][]float64, pin []string, rounds int) (map[string]map[string][]float64, error) {
 	cpu := map[string]map[string][]float64{}
 	for round := 1; round <= rounds; round++ {
@@ -272,6 +277,15 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// lowest is the smallest sample: the run the host's other work disturbed
+// least.
+func lowest(v []float64) float64 {
+	if len(v) == 0 {
+		return -1
+	}
+	return slices.Min(v)
 }
 
 func num(v float64) string {
