@@ -376,16 +376,36 @@ func TestFingerprintsAreDistinct(t *testing.T) {
 	}
 }
 
-// A scope's counters and limits fill exactly one cache line, and the
-// sequence counter that every lock-free reader loads has a line of its
-// own, apart from the scopes before it and the mutex after it.
+// A scope's counters and limits fill exactly one cache line, and so does
+// a live-table entry; in a new ledger every scope's counters and the
+// entries start on line boundaries; the sequence counter that every
+// lock-free reader loads has a line of its own, apart from the fields
+// before it and the mutex after it.
 func TestPaddingIsExact(t *testing.T) {
 	if s := unsafe.Sizeof(counters{}); s != cacheLine {
 		t.Fatalf("counters are %d bytes, want one %d-byte line", s, cacheLine)
 	}
+	if s := unsafe.Sizeof(entry{}); s != cacheLine {
+		t.Fatalf("a live-table entry is %d bytes, want one %d-byte line", s, cacheLine)
+	}
+	if s := unsafe.Sizeof(fixedCounters{}); s != (1+policy.NumCellClasses)*cacheLine {
+		t.Fatalf("the node's and the cell classes' counters are %d bytes", s)
+	}
+	for _, maxLive := range []uint64{1, 5} {
+		n := testLedger(t, maxLive)
+		for what, at := range map[string]uintptr{
+			"node": uintptr(unsafe.Pointer(&n.fixed.node)), "cell class": uintptr(unsafe.Pointer(&n.fixed.cell[0])),
+			"tenant": uintptr(unsafe.Pointer(&n.tenant[0])), "trust class": uintptr(unsafe.Pointer(&n.trust[0])),
+			"queue class": uintptr(unsafe.Pointer(&n.queue[0])), "live-table entry": uintptr(unsafe.Pointer(&n.table.entries[0])),
+		} {
+			if at%cacheLine != 0 {
+				t.Errorf("a new ledger's %s counters at %#x: not on a line boundary", what, at)
+			}
+		}
+	}
 	var l Ledger
-	if gap := unsafe.Offsetof(l.seq) - (unsafe.Offsetof(l.cell) + unsafe.Sizeof(l.cell)); gap < cacheLine {
-		t.Fatalf("the sequence counter is %d bytes after the cell classes", gap)
+	if gap := unsafe.Offsetof(l.seq) - (unsafe.Offsetof(l.fixed) + unsafe.Sizeof(l.fixed)); gap < cacheLine {
+		t.Fatalf("the sequence counter is %d bytes after the read-mostly fields", gap)
 	}
 	if gap := unsafe.Offsetof(l.mu) - unsafe.Offsetof(l.seq); gap < cacheLine {
 		t.Fatalf("the mutex is %d bytes after the sequence counter", gap)

@@ -94,6 +94,13 @@ type counters struct {
 	_      [cacheLine - 56]byte
 }
 
+// fixedCounters are the scopes every policy has: the node and each cell
+// class (only the live backlog is used).
+type fixedCounters struct {
+	node counters
+	cell [policy.NumCellClasses]counters
+}
+
 // Packed slot deltas; subtracting d is adding -d, which wraps.
 const (
 	oneLive   uint64 = 1 << 32
@@ -120,11 +127,14 @@ func (c *counters) held() Held {
 // and a release only give capacity back, so they leave seq alone: see
 // PreCheck).
 type Ledger struct {
-	node   counters
+	// Every scope's counters sit in allocations that hold no pointer, so
+	// the allocator puts them on line boundaries (an object with pointers
+	// this large starts after a header word) and no two scopes share a
+	// line.
 	tenant []counters
 	trust  []counters
-	queue  []counters // only queued is used
-	cell   [policy.NumCellClasses]counters
+	queue  []counters     // only queued is used
+	fixed  *fixedCounters // the node's and the cell classes'
 
 	_   [cacheLine]byte
 	seq atomic.Uint64 // written by Reserve, with mu held; read lock-free
@@ -148,12 +158,13 @@ type Ledger struct {
 // ever use is allocated here.
 func New(c *policy.Compiled) *Ledger {
 	l := &Ledger{
+		fixed:  new(fixedCounters),
 		tenant: make([]counters, c.NumTenants()),
 		trust:  make([]counters, c.NumTrustClasses()),
 		queue:  make([]counters, c.NumQueueClasses()),
 		table:  newLiveTable(c.Node().Limits.MaxLiveActivations),
 	}
-	l.node.limit = c.Node().Limits
+	l.fixed.node.limit = c.Node().Limits
 	for i := range l.tenant {
 		l.tenant[i].limit = c.Tenant(policy.TenantID(i)).Limits
 	}
@@ -214,7 +225,7 @@ func (l *Ledger) lacks(r *Reservation, s Shortfall) bool {
 	var c *counters
 	switch s.Scope {
 	case NodeScope:
-		c = &l.node
+		c = &l.fixed.node
 	case TenantScope:
 		c = &l.tenant[r.Tenant]
 	case TrustClassScope:
@@ -304,7 +315,7 @@ func (tx Tx) ShortfallSince(room Room, r *Reservation) Shortfall {
 }
 
 func (l *Ledger) shortfall(r *Reservation) Shortfall {
-	if s, ok := scopeShortfall(NodeScope, &l.node, r); !ok {
+	if s, ok := scopeShortfall(NodeScope, &l.fixed.node, r); !ok {
 		return s
 	}
 	if s, ok := scopeShortfall(TenantScope, &l.tenant[r.Tenant], r); !ok {
@@ -343,7 +354,7 @@ func fits(used, need, limit uint64) bool {
 
 // CellBacklog is the number of live reservations (queued plus
 // executing) of cell class c.
-func (tx Tx) CellBacklog(c policy.CellClass) uint64 { return tx.held().cell[c].live() }
+func (tx Tx) CellBacklog(c policy.CellClass) uint64 { return tx.held().fixed.cell[c].live() }
 
 // Reserve commits r for key (fp, id). The caller has checked, in this
 // transaction, that the key is absent and that Shortfall found room
@@ -354,11 +365,11 @@ func (tx Tx) Reserve(fp Fingerprint, id string, r Reservation) Ticket {
 	l.reserved++
 	l.seq.Add(1)
 	tk := l.table.insertLocked(fp, id, &r)
-	add(&l.node, &r)
+	add(&l.fixed.node, &r)
 	add(&l.tenant[r.Tenant], &r)
 	add(&l.trust[r.TrustClass], &r)
 	l.queue[r.QueueClass].slots.Add(oneQueued)
-	l.cell[r.CellClass].slots.Add(oneLive)
+	l.fixed.cell[r.CellClass].slots.Add(oneLive)
 	l.seq.Add(1)
 	return tk
 }
@@ -390,7 +401,7 @@ func (tx Tx) Start(tk Ticket) bool {
 	}
 	e.executing = true
 	r := &e.reservation
-	l.node.slots.Add(^oneQueued + 1)
+	l.fixed.node.slots.Add(^oneQueued + 1)
 	l.tenant[r.Tenant].slots.Add(^oneQueued + 1)
 	l.trust[r.TrustClass].slots.Add(^oneQueued + 1)
 	l.queue[r.QueueClass].slots.Add(^oneQueued + 1)
@@ -411,19 +422,19 @@ func (tx Tx) Release(tk Ticket) bool {
 	if e.executing {
 		queued = 0
 	}
-	sub(&l.node, &r, queued)
+	sub(&l.fixed.node, &r, queued)
 	sub(&l.tenant[r.Tenant], &r, queued)
 	sub(&l.trust[r.TrustClass], &r, queued)
 	if queued != 0 {
 		l.queue[r.QueueClass].slots.Add(-queued)
 	}
-	l.cell[r.CellClass].slots.Add(^oneLive + 1)
+	l.fixed.cell[r.CellClass].slots.Add(^oneLive + 1)
 	l.table.removeLocked(tk.entry)
 	return true
 }
 
 // Node reads the node's counters lock-free.
-func (l *Ledger) Node() Held { return l.node.held() }
+func (l *Ledger) Node() Held { return l.fixed.node.held() }
 
 // Tenant reads a tenant's counters lock-free.
 func (l *Ledger) Tenant(id policy.TenantID) Held { return l.tenant[id].held() }
@@ -435,7 +446,7 @@ func (l *Ledger) TrustClass(id policy.TrustClassID) Held { return l.trust[id].he
 func (l *Ledger) QueueClassQueued(id policy.QueueClassID) uint64 { return l.queue[id].queued() }
 
 // CellClassLive reads a cell class's live backlog lock-free.
-func (l *Ledger) CellClassLive(c policy.CellClass) uint64 { return l.cell[c].live() }
+func (l *Ledger) CellClassLive(c policy.CellClass) uint64 { return l.fixed.cell[c].live() }
 
 // Reserved is how many reservations were ever made (takes the mutex).
 func (l *Ledger) Reserved() uint64 {

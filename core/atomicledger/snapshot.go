@@ -23,7 +23,7 @@ func (l *Ledger) SnapshotInto(s *Snapshot) {
 	s.QueueQueued = resize(s.QueueQueued, len(l.queue))
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s.Node = l.node.held()
+	s.Node = l.fixed.node.held()
 	for i := range l.tenant {
 		s.Tenants[i] = l.tenant[i].held()
 	}
@@ -33,8 +33,8 @@ func (l *Ledger) SnapshotInto(s *Snapshot) {
 	for i := range l.queue {
 		s.QueueQueued[i] = l.queue[i].queued()
 	}
-	for i := range l.cell {
-		s.CellLive[i] = l.cell[i].live()
+	for i := range l.fixed.cell {
+		s.CellLive[i] = l.fixed.cell[i].live()
 	}
 }
 

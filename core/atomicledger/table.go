@@ -46,6 +46,9 @@ type entry struct {
 	executing   bool
 	generation  uint64 // bumped on every reuse, so a stale ticket never matches
 	reservation Reservation
+	// One entry per line: two cores' reservations, handed out side by
+	// side from the free stack, do not share one.
+	_ [cacheLine - 56]byte
 }
 
 // liveTable is the fixed-capacity live-activation table: a pool of
