@@ -53,7 +53,9 @@
 // bounds and step 5 is the record itself. Any other request (no handle,
 // another source's, an identity edited after resolution) is scanned at
 // step 2 and looked up at step 5, so the decision order and every answer
-// are the same either way. Step 6's derivation from the revision's policy
+// are the same either way; with the source's own handle and an edited
+// identity, only the fields that differ from the record's are scanned
+// (the others were validated by the source and are length-checked). Step 6's derivation from the revision's policy
 // is kept in the record's slot, tagged with the provider it was derived
 // for, so it runs once per record and provider; a plain
 // [RevisionPolicySource] has no records, and it runs per request.
