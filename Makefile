@@ -25,7 +25,7 @@ FUZZ_TARGETS = ./policy:FuzzDecodePolicy ./policy:FuzzValidIdentifier \
 EDGE_MODULES = edge cmd/latentd cmd/stress
 TIDY_MODULES = . edge cmd/latentd cmd/stress testdata/consumer
 
-.PHONY: test race bench bench-edge scaling profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check mutants ci guests node soak-http
+.PHONY: test race bench bench-edge compare scaling profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check mutants ci guests node soak-http
 
 # go test's default -timeout (10 minutes per test binary) assumes an idle
 # machine: under -race beside the other packages' tests on a loaded
@@ -114,6 +114,17 @@ bench:
 		../bench.test -test.run='^$$' -test.bench='^BenchmarkParallel$$' -test.benchmem -test.cpu=1,2 || exit 1; \
 	done | grep -v '^PASS' | tee ../bench.txt
 	$(BENCHSTAT) -col /impl bench.txt
+
+# The working tree against a named commit (BASE, required): the bench
+# package built at BASE in a temporary git worktree and here, run
+# interleaved COMPARE_ROUNDS times (the single-goroutine benchmarks at
+# -cpu 1 pinned with taskset, BenchmarkParallel at -cpu 2), medians and
+# ratios. Every speed claim is such a comparison.
+COMPARE_ROUNDS ?= 6
+COMPARE_BENCHTIME ?= 1s
+compare:
+	@test -n "$(BASE)" || { echo "make compare BASE=<commit>"; exit 2; }
+	$(GO) run ./bench/compare -base $(BASE) -rounds $(COMPARE_ROUNDS) -benchtime $(COMPARE_BENCHTIME)
 
 # The admission cycle with and without the metrics collector registered
 # (and scraped every 10ms), compared by benchstat.

@@ -244,11 +244,12 @@ func BenchmarkFloodByKind(b *testing.B) {
 }
 
 // BenchmarkCriticalSection is the time one admit-start-release cycle holds
-// its ledger stripe: the three transactions with what runs inside them
-// (the commit's clock resample, duplicate check, capacity claim, backlog
-// raise and reservation; the start's resample and queued-slot return;
-// the release). It bounds what one stripe can pass, not the node: other
-// cores' cycles run on other stripes (docs/scaling.md, "The bound").
+// the ledger's mutex: the three transactions with what runs inside them
+// (the commit's clock resample, duplicate check, capacity check, backlog
+// read and reservation; the start's resample and queued-slot return; the
+// release). Its inverse, bound-cycles/s, is the most cycles per second
+// one node can pass whatever its cores, with warm caches
+// (docs/scaling.md, "The ceiling of one mutex").
 func BenchmarkCriticalSection(b *testing.B) {
 	e := newEnv(b, 4, 0.2)
 	l := atomicledger.New(policy.MustCompile(e.policy))

@@ -57,12 +57,12 @@ func (c *AdmissionController) admit(req *AdmissionRequest, rec *DecisionRecord) 
 		err = c.checkPolicy(req, &d)
 	}
 	if err != nil {
-		c.rejectBeforeLedger(&d, err)
+		c.rejectBeforeLedger(req, &d, err)
 		return nil, err.err()
 	}
 	c.firstReading(req, &d)
 	if err := c.checkAt(req, &d); err != nil {
-		c.rejectBeforeLedger(&d, err)
+		c.rejectBeforeLedger(req, &d, err)
 		return nil, err.err()
 	}
 	if d.derived {
@@ -70,19 +70,18 @@ func (c *AdmissionController) admit(req *AdmissionRequest, rec *DecisionRecord) 
 	}
 	p, err := c.commit(req, d.admittedAt, &d)
 	if err != nil {
-		c.provider.metrics.reject(err)
+		c.provider.metrics.reject(err, req.ActivationID)
 		return nil, err.err()
 	}
-	c.provider.metrics.inc(admittedCounter)
 	return p, nil
 }
 
 // rejectBeforeLedger counts a rejection that steps 1 to 12 or the
 // pre-check made, and gives a recorded one its order.
-func (c *AdmissionController) rejectBeforeLedger(d *decision, err *rejection) {
-	c.provider.metrics.reject(err)
+func (c *AdmissionController) rejectBeforeLedger(req *AdmissionRequest, d *decision, err *rejection) {
+	c.provider.metrics.reject(err, req.ActivationID)
 	if d.rec != nil {
-		d.rec.Order = c.provider.ledger.NextOrder()
+		d.rec.Order = c.provider.NextOrder()
 	}
 }
 

@@ -29,8 +29,8 @@
 //	10 payload: node, then tenant              resource-exhausted
 //	11 caller deadline                         deadline-exceeded
 //	12 load sample, then CPU, memory pressure  unavailable / resource-exhausted
-//	13 in a ledger transaction with the clock resampled: 11 and 12 again,
-//	   duplicate ID, capacity (node, tenant, trust, queue class),
+//	13 under the ledger's mutex, with the clock resampled: 11 and 12
+//	   again, duplicate ID, capacity (node, tenant, trust, queue class),
 //	   queue feasibility; then commit
 //
 // Steps 1 to 12 take no lock and allocate nothing. Before step 13, a
@@ -38,8 +38,9 @@
 // without touching the mutex (see atomicledger). It decides at the first
 // clock reading, at which steps 11 and 12 have just passed, so its answer
 // is the one step 13 would give had no time passed; a request it cannot
-// decide exactly (a possible duplicate, a commit in flight) goes on to the
-// locked path.
+// decide exactly (a possible duplicate, a Reserve in flight) goes on to
+// the mutex. Step 13 is one short transaction: the key's fingerprint,
+// the reservation and every earlier judgment are made before it.
 //
 // # Records and handles
 //
@@ -52,7 +53,9 @@
 // bounds and step 5 is the record itself. Any other request (no handle,
 // another source's, an identity edited after resolution) is scanned at
 // step 2 and looked up at step 5, so the decision order and every answer
-// are the same either way. Step 6's derivation from the revision's policy
+// are the same either way; with the source's own handle and an edited
+// identity, only the fields that differ from the record's are scanned
+// (the others were validated by the source and are length-checked). Step 6's derivation from the revision's policy
 // is kept in the record's slot, tagged with the provider it was derived
 // for, so it runs once per record and provider; a plain
 // [RevisionPolicySource] has no records, and it runs per request.
@@ -80,11 +83,22 @@
 //
 // [AdmissionPermit] and [ExecutionPermit] are affine: only a controller
 // issues live ones, the zero value is inert, and go vet rejects copies
-// (noCopy). StartExecution resamples the clock in its ledger transaction,
+// (noCopy). A permit is the one allocation of an admission (144 bytes,
+// its pointers first). StartExecution resamples the clock in its ledger
+// transaction,
 // returns only the queued slots, and on failure has released the permit.
 // Release is idempotent and a reused live-table entry has a new
 // generation, so a stale release frees nothing. A permit dropped without
 // release is reclaimed by a GC cleanup and counted as leaked.
+//
+// # Recording
+//
+// Every ledger transaction takes the next place in one total order
+// under the ledger's mutex. A recording provider ([NewRecordingProvider])
+// reports those orders, in a [DecisionRecord] and to its [Journal]; a
+// decision recorded through [AdmissionController.AdmitRecorded] on it is
+// never refused by the lock-free pre-check, so that its order places it
+// where it took effect. The ledger is the same one either way.
 //
 // # Node load
 //

@@ -118,6 +118,38 @@ func TestHandles(t *testing.T) {
 			}
 		}
 	})
+	t.Run("with an edited field, the fields equal to the record's are only length-checked", func(t *testing.T) {
+		// The record's fields were validated by its source, so a field of
+		// the request equal to one is checked against the node's bound
+		// only; an empty one and any other field are scanned. This
+		// source validates nothing, which shows what is scanned.
+		cases := []struct {
+			name string
+			set  func(r *policy.ResolvedRevision)
+			want *rejection
+		}{
+			{"a held route with a space", func(r *policy.ResolvedRevision) { r.Route = "re size" }, errRevisionMissing},
+			{"a held route at the bound", func(r *policy.ResolvedRevision) { r.Route = strings.Repeat("x", 64) }, errRevisionMissing},
+			{"a held route beyond the bound", func(r *policy.ResolvedRevision) { r.Route = strings.Repeat("x", 65) }, errRevisionRoute},
+			{"a held release at the generated bound", func(r *policy.ResolvedRevision) { r.Release = strings.Repeat("x", 96) }, errRevisionMissing},
+			{"a held release beyond the generated bound", func(r *policy.ResolvedRevision) { r.Release = strings.Repeat("x", 97) }, errReleaseID},
+			{"a held empty contract", func(r *policy.ResolvedRevision) { r.Contract = "" }, errRevisionContract},
+		}
+		for _, tc := range cases {
+			f := newFixture(t, nil)
+			src := &mapSource{}
+			held := resizeRevision()
+			tc.set(&held)
+			src.add(held, resizePolicy())
+			req := request("v")
+			req.Revision, req.Handle = held, src.handle(held.RevisionIdentity)
+			req.Revision.Revision = "rev-edited" // scanned, valid, and not in the source
+			_, err := f.ctl.WithPolicySource(src).AdmitAt(req, at(0))
+			if err != tc.want.err() {
+				t.Errorf("%s: got %v, want %v", tc.name, err, tc.want.err())
+			}
+		}
+	})
 	t.Run("a principal that is not allowed is step 3's answer", func(t *testing.T) {
 		f := newFixture(t, nil)
 		req := request("v")
@@ -180,10 +212,11 @@ func TestPermitIdentityIsVerifiedAndImmutable(t *testing.T) {
 }
 
 // TestPermitBlockIsSmall keeps the one allocation of an admission through a
-// record source within the 160-byte size class: its identity and policy
-// are pointers to the record's.
+// record source within the 144-byte size class: its identity and policy
+// are pointers to the record's, and its controller stands for its
+// provider and clock.
 func TestPermitBlockIsSmall(t *testing.T) {
-	if n := unsafe.Sizeof(permitBlock{}); n > 160 {
+	if n := unsafe.Sizeof(permitBlock{}); n > 144 {
 		t.Fatalf("a permit block is %d bytes", n)
 	}
 }

@@ -13,10 +13,9 @@ import (
 )
 
 // Permit phases. StartExecution turns the queued phase into the executing
-// one.
+// one. A new block is queued: its zeroed phase needs no store.
 const (
-	permitNeverIssued uint32 = iota
-	permitQueued
+	permitQueued uint32 = iota
 	permitExecuting
 	permitReleased
 )
@@ -116,31 +115,32 @@ type permitBlock struct {
 // permitState is what a live permit holds: its reservation and what its
 // Grant is rebuilt from. The strings and the revision policy it points to
 // are immutable, so a permit copies no name, list or settings of its own;
-// that keeps the one allocation of an admission small.
+// that keeps the one allocation of an admission small. Its pointers come
+// first, so the collector scans only the block's first 64 bytes.
 type permitState struct {
-	provider *LocalQuotaProvider // its ledger, counters and class names
-	clock    deadline.Clock
-	ticket   atomicledger.Ticket
-	order    uint64 // the admitting commit's order on a recording provider
-
-	activationID string
+	admittedAt time.Time            // the reading the deadline was bound to
+	ctl        *AdmissionController // its provider (ledger, counters, class names) and clock
 	// identity is the record's identity when the source keeps records,
 	// else a copy of the request's made at admission.
 	identity     *policy.RevisionIdentity
 	rev          *policy.RevisionPolicy // from the pinned view; never changes
-	admittedAt   time.Time              // the reading the deadline was bound to
-	wall         time.Duration          // effective: the deadline is admittedAt + wall
+	activationID string
+
+	ticket       atomicledger.Ticket
+	order        uint64        // the admitting commit's order on a recording provider
+	wall         time.Duration // effective: the deadline is admittedAt + wall
 	fuel, memory uint64
 	priority     uint32
-	queue        policy.QueueClassID
-	trust        policy.TrustClassID
-	cell         policy.CellClass
-
-	// phase changes inside ledger transactions, by compare-and-swap
-	// (two transactions of one permit may run on different stripes), and
-	// is read lock-free.
+	// phase changes only inside ledger transactions (so with the ledger's
+	// mutex held) and is read lock-free.
 	phase atomic.Uint32
+	queue policy.QueueClassID
+	trust policy.TrustClassID
+	cell  policy.CellClass
 }
+
+// provider is the provider whose ledger holds the permit's reservation.
+func (s *permitState) provider() *LocalQuotaProvider { return s.ctl.provider }
 
 // deadline is the effective deadline.
 func (s *permitState) deadline() time.Time { return s.admittedAt.Add(s.wall) }
@@ -180,12 +180,13 @@ func (p *AdmissionPermit) state() *permitState {
 // call) adds no allocation.
 func reclaimLeaked(p *AdmissionPermit) {
 	s := &(*permitBlock)(unsafe.Pointer(p)).state
+	pr := s.provider()
 	released, order := false, uint64(0)
-	s.provider.ledger.Update(func(tx atomicledger.Tx) { released, order = tx.Release(s.ticket), tx.Order() })
+	pr.ledger.Update(func(tx atomicledger.Tx) { released, order = tx.Release(s.ticket), pr.orderOf(tx) })
 	if released {
-		s.provider.metrics.inc(leakedCounter)
-		if s.provider.journal != nil {
-			s.journalMove(MoveReclaimed, order, deadline.Elapsed(s.clock, s.admittedAt))
+		pr.metrics.inc(leakedCounter, s.activationID)
+		if pr.journal != nil {
+			s.journalMove(MoveReclaimed, order, deadline.Elapsed(s.ctl.clock, s.admittedAt))
 		}
 	}
 }
@@ -199,16 +200,14 @@ func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, tick
 		identity = new(policy.RevisionIdentity)
 		*identity = req.Revision.RevisionIdentity
 	}
-	b := new(permitBlock)
-	b.state = permitState{
-		provider:     pr,
-		clock:        c.clock,
-		ticket:       ticket,
-		order:        order,
-		activationID: req.ActivationID,
+	b := &permitBlock{state: permitState{
+		admittedAt:   d.admittedAt,
+		ctl:          c,
 		identity:     identity,
 		rev:          d.rev,
-		admittedAt:   d.admittedAt,
+		activationID: req.ActivationID,
+		ticket:       ticket,
+		order:        order,
 		wall:         d.wall,
 		fuel:         d.grant.CPUFuel,
 		memory:       d.grant.MemoryBytes,
@@ -216,8 +215,7 @@ func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, tick
 		queue:        d.reservation.QueueClass,
 		trust:        d.reservation.TrustClass,
 		cell:         d.reservation.CellClass,
-	}
-	b.state.phase.Store(permitQueued)
+	}}
 	p := &b.permit
 	p.self = uintptr(unsafe.Pointer(p))
 	pr.young.hold(ticket, b)
@@ -252,8 +250,9 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 	var err error
 	var order uint64
 	var elapsed time.Duration
-	s.provider.ledger.Update(func(tx atomicledger.Tx) {
-		order = tx.Order()
+	pr := s.provider()
+	pr.ledger.Update(func(tx atomicledger.Tx) {
+		order = pr.orderOf(tx)
 		elapsed, err = s.startLocked(tx)
 	})
 	switch {
@@ -273,15 +272,15 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 
 // startLocked is StartExecution inside its ledger transaction.
 func (s *permitState) startLocked(tx atomicledger.Tx) (time.Duration, error) {
-	// The phase moves by compare-and-swap: transactions on different
-	// ledger stripes are not serialized, so of a start and a release
-	// racing for one permit exactly one may take it out of queued.
-	if !s.phase.CompareAndSwap(permitQueued, permitExecuting) {
+	// The ledger's mutex serializes this with a racing release: of the
+	// two, exactly one finds the permit queued.
+	if s.phase.Load() != permitQueued {
 		return 0, ErrPermitNotLive
 	}
+	s.phase.Store(permitExecuting)
 	// Elapsed monotonic time since admission: half the cost of a second
 	// wall-clock read, and immune to wall-clock steps.
-	elapsed := deadline.Elapsed(s.clock, s.admittedAt)
+	elapsed := deadline.Elapsed(s.ctl.clock, s.admittedAt)
 	if elapsed >= s.wall {
 		tx.Release(s.ticket)
 		s.phase.Store(permitReleased)
@@ -302,15 +301,17 @@ func (p *AdmissionPermit) release(from uint32) bool {
 	}
 	changed, released := false, false
 	var order uint64
-	s.provider.ledger.Update(func(tx atomicledger.Tx) {
-		if s.phase.CompareAndSwap(from, permitReleased) {
-			changed, released, order = true, tx.Release(s.ticket), tx.Order()
+	pr := s.provider()
+	pr.ledger.Update(func(tx atomicledger.Tx) {
+		if s.phase.Load() == from {
+			s.phase.Store(permitReleased)
+			changed, released, order = true, tx.Release(s.ticket), pr.orderOf(tx)
 		}
 	})
-	if released && s.provider.journal != nil {
-		s.journalMove(MoveReleased, order, deadline.Elapsed(s.clock, s.admittedAt))
+	if released && pr.journal != nil {
+		s.journalMove(MoveReleased, order, deadline.Elapsed(s.ctl.clock, s.admittedAt))
 	}
-	if changed && !s.provider.young.forget(s.ticket, (*permitBlock)(unsafe.Pointer(p))) {
+	if changed && !pr.young.forget(s.ticket, (*permitBlock)(unsafe.Pointer(p))) {
 		// A sweep took the permit out of the young table first and may
 		// have given it a finalizer. A released permit has nothing left to
 		// reclaim; dropping the finalizer spares the collector a
@@ -351,7 +352,7 @@ func (p *AdmissionPermit) Grant() Grant {
 	if s == nil {
 		return Grant{}
 	}
-	pr := s.provider
+	pr := s.provider()
 	return Grant{
 		ActivationID: s.activationID,
 		Revision:     *s.identity,

@@ -25,9 +25,11 @@ type LocalQuotaProvider struct {
 	ledger    *atomicledger.Ledger
 	metrics   *metrics
 	young     *youngPermits // permits issued since the last sweep, by ledger slot
-	// journal, on a provider built by NewRecordingProvider, is told of
-	// its ledger's moves (record.go).
-	journal Journal
+	// recording: built by NewRecordingProvider, which reports the
+	// ledger's orders; journal, when set, is told of its moves
+	// (record.go).
+	recording bool
+	journal   Journal
 }
 
 // NewLocalQuotaProvider validates and compiles p, then allocates the
@@ -42,18 +44,13 @@ func NewLocalQuotaProvider(p *policy.NodeAdmissionPolicy) (*LocalQuotaProvider, 
 
 // newProvider builds a provider from a compiled policy.
 func newProvider(c *policy.Compiled) *LocalQuotaProvider {
-	return newProviderOn(c, atomicledger.New(c))
-}
-
-// newProviderOn builds a provider from a compiled policy and its ledger.
-func newProviderOn(c *policy.Compiled, ledger *atomicledger.Ledger) *LocalQuotaProvider {
 	pr := &LocalQuotaProvider{
 		policy:  c,
 		node:    c.Node(),
 		tenants: make([]policy.TenantSettings, c.NumTenants()),
 		trust:   make([]policy.TrustClassSettings, c.NumTrustClasses()),
 		queues:  make([]policy.QueueClassSettings, c.NumQueueClasses()),
-		ledger:  ledger,
+		ledger:  atomicledger.New(c),
 		metrics: newMetrics(),
 		young:   newYoungPermits(c.Node().Limits.MaxLiveActivations),
 	}

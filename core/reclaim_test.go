@@ -126,7 +126,7 @@ func TestCountersAreExact(t *testing.T) {
 			defer wg.Done()
 			for c := 0; c < counters; c++ {
 				for i := 0; i <= c%5; i++ {
-					m.inc(c)
+					m.inc(c, string(rune(g)))
 				}
 			}
 		}()

@@ -87,10 +87,15 @@ func (c *AdmissionController) since(d *decision, first time.Time) time.Duration 
 }
 
 // NewRecordingProvider is [NewLocalQuotaProvider] for a node that records
-// its decisions. Its ledger is sequenced ([atomicledger.NewSequenced]):
-// every transaction runs on the exact path, in one total order, and no
-// capacity rejection is made lock-free, so it gives up the stripes'
-// scaling while it records. journal is told of every start and release.
+// its decisions. Its ledger is the same one: every ledger transaction
+// takes the next place in one total order under the ledger's mutex
+// ([atomicledger.Tx.Order]), so recording adds no mode of its own. What
+// a recording provider adds is that it reports those orders (in a
+// [DecisionRecord] and a [LedgerMove]), that a decision recorded with
+// [AdmissionController.AdmitRecorded] is never refused by the lock-free
+// pre-check (its capacity answer comes from a transaction, whose order
+// places it exactly), and that journal is told of every start and
+// release.
 func NewRecordingProvider(p *policy.NodeAdmissionPolicy, journal Journal) (*LocalQuotaProvider, error) {
 	compiled, err := policy.Compile(p)
 	if err != nil {
@@ -99,8 +104,8 @@ func NewRecordingProvider(p *policy.NodeAdmissionPolicy, journal Journal) (*Loca
 	if isNilPointer(journal) {
 		journal = nil
 	}
-	pr := newProviderOn(compiled, atomicledger.NewSequenced(compiled))
-	pr.journal = journal
+	pr := newProvider(compiled)
+	pr.recording, pr.journal = true, journal
 	return pr, nil
 }
 
@@ -108,7 +113,20 @@ func NewRecordingProvider(p *policy.NodeAdmissionPolicy, journal Journal) (*Loca
 // for an event admission does not order itself: a decision an adapter
 // made before asking admission, a load sample, a catalog change. It is 0
 // on a provider that does not record.
-func (p *LocalQuotaProvider) NextOrder() uint64 { return p.ledger.NextOrder() }
+func (p *LocalQuotaProvider) NextOrder() uint64 {
+	if !p.recording {
+		return 0
+	}
+	return p.ledger.NextOrder()
+}
+
+// orderOf is tx's order on a recording provider, and 0 on any other.
+func (p *LocalQuotaProvider) orderOf(tx atomicledger.Tx) uint64 {
+	if !p.recording {
+		return 0
+	}
+	return tx.Order()
+}
 
 // AdmitRecorded is [AdmissionController.Admit], and fills rec with what
 // the decision depended on besides req. On a recording provider it takes
@@ -124,7 +142,7 @@ func (c *AdmissionController) AdmitRecorded(req *AdmissionRequest, rec *Decision
 
 // journalMove tells the provider's journal of a move, if it has one.
 func (s *permitState) journalMove(kind MoveKind, order uint64, elapsed time.Duration) {
-	if j := s.provider.journal; j != nil {
+	if j := s.provider().journal; j != nil {
 		j.Moved(LedgerMove{Kind: kind, Order: order, Admission: s.order, Elapsed: elapsed})
 	}
 }

@@ -286,3 +286,27 @@ func TestRecordingOnTheSystemClockRecordsItsReading(t *testing.T) {
 	assert.False(t, rec.First.Before(before) || rec.First.After(after), "reading %v outside [%v, %v]", rec.First, before, after)
 	assert.Equal(t, 1, rec.Reads)
 }
+
+// A recorded decision on a recording provider is never refused by the
+// lock-free pre-check: its capacity answer comes from a transaction,
+// whose order places it where it took effect. On a plain provider the
+// pre-check answers it, as it answers any request.
+func TestARecordedCapacityRefusalIsDecidedInATransaction(t *testing.T) {
+	full := func(p *policy.NodeAdmissionPolicy) { p.Tenants[0].Limits.MaxLiveActivations = 1 }
+	recording, _ := newRecordingFixture(t, full)
+	plain := newFixture(t, full)
+	for _, tc := range []struct {
+		name      string
+		f         *fixture
+		committed bool
+	}{{"recording", recording, true}, {"plain", plain, false}} {
+		held, err := tc.f.ctl.AdmitAt(request("held"), at(0))
+		require.NoError(t, err, tc.name)
+		var rec DecisionRecord
+		_, err = tc.f.ctl.AdmitRecorded(request("over"), &rec)
+		wantError(t, err, CodeResourceExhausted, ScopeTenant, DimLiveActivations, ReasonCapacityExhausted, true)
+		assert.Equal(t, tc.committed, rec.Committed, tc.name)
+		assert.Equal(t, tc.committed, rec.Order != 0, tc.name)
+		require.True(t, held.Release(), tc.name)
+	}
+}

@@ -20,7 +20,7 @@ func (c *AdmissionController) AdmitAt(req *AdmissionRequest, now time.Time) (*Ad
 	at.clock, at.system = stoppedClock{now}, false
 	p, err := at.Admit(req)
 	if p != nil {
-		p.state().clock = c.clock
+		p.state().ctl = c
 	}
 	return p, err
 }
@@ -28,8 +28,10 @@ func (c *AdmissionController) AdmitAt(req *AdmissionRequest, now time.Time) (*Ad
 // StartExecutionAt is StartExecution with the permit's clock stopped at
 // now. It changes the permit's clock for good, which only a test may do.
 func (p *AdmissionPermit) StartExecutionAt(now time.Time) (*ExecutionPermit, error) {
-	if s := p.state(); s != nil && s.clock != (stoppedClock{now}) {
-		s.clock = stoppedClock{now}
+	if s := p.state(); s != nil && s.ctl.clock != (stoppedClock{now}) {
+		at := *s.ctl
+		at.clock, at.system = stoppedClock{now}, false
+		s.ctl = &at
 	}
 	return p.StartExecution()
 }

@@ -276,19 +276,35 @@ func TestShortfallAtEachScopeAndDimension(t *testing.T) {
 				node, tenant, trust, queue := roomy, roomy, roomy, uint64(roomyQueue)
 				tc.edit(&node, &tenant, &trust, &queue)
 				l := limitsLedger(t, node, tenant, trust, queue)
+				var held []Ticket
 				for j, r := range st.held {
 					tk := reserve(l, FingerprintOf(0, fmt.Sprint(j)), fmt.Sprint(j), r)
 					if st.start && !start(l, tk) {
 						t.Fatalf("step %d: start", i)
 					}
+					held = append(held, tk)
 				}
 				var got Shortfall
 				l.Update(func(tx Tx) { got = tx.Shortfall(&st.try) })
 				if got != st.want {
 					t.Fatalf("step %d (held %v, started %v, try %+v): shortfall %+v, want %+v", i, st.held, st.start, st.try, got, st.want)
 				}
-				if pre, exact := l.PreCheck(FingerprintOf(0, "new"), &st.try); exact && pre != st.want {
-					t.Fatalf("step %d: pre-check %+v, want %+v", i, pre, st.want)
+				if pre, exact, _ := l.PreCheck(FingerprintOf(0, "new"), &st.try); !exact || pre != st.want {
+					t.Fatalf("step %d: pre-check %+v (exact %v), want %+v", i, pre, exact, st.want)
+				}
+				if st.want.Scope == NoScope {
+					continue
+				}
+				// The pre-check's second look at the dimension that lacked
+				// room sees it lacking until the held capacity comes back.
+				if !l.lacks(&st.try, st.want) {
+					t.Fatalf("step %d: lacks(%+v) is false at the limit", i, st.want)
+				}
+				for _, tk := range held {
+					release(l, tk)
+				}
+				if l.lacks(&st.try, st.want) != st.want.Permanent {
+					t.Fatalf("step %d: lacks(%+v) = %v on an empty ledger", i, st.want, !st.want.Permanent)
 				}
 			}
 		})
@@ -328,14 +344,11 @@ func TestLiveTableIndexSize(t *testing.T) {
 		if size < 2 || size&(size-1) != 0 || size < 2*maxLive || (size > 2 && size/2 >= 2*maxLive) || tb.mask != size-1 {
 			t.Fatalf("maxLive %d: index of %d buckets, mask %#x", maxLive, size, tb.mask)
 		}
-		if len(tb.entries) != int(maxLive) || tb.free.n != maxLive {
-			t.Fatalf("maxLive %d: %d entries, %d free", maxLive, len(tb.entries), tb.free.n)
+		if len(tb.entries) != int(maxLive) || len(tb.free) != int(maxLive) || cap(tb.free) != int(maxLive) || tb.liveCountLocked() != 0 {
+			t.Fatalf("maxLive %d: %d entries, %d free", maxLive, len(tb.entries), len(tb.free))
 		}
-		if uint64(len(tb.locks)) > size || len(tb.locks) > maxBucketLocks || tb.lockMask != uint64(len(tb.locks)-1) {
-			t.Fatalf("maxLive %d: %d bucket locks", maxLive, len(tb.locks))
-		}
-		if i, ok := tb.pop(&tb.free); maxLive > 0 && (!ok || i != 0) {
-			t.Fatalf("maxLive %d: entry %d is handed out first", maxLive, i)
+		if i, ok := tb.popLocked(); maxLive > 0 && (!ok || i != 0) || maxLive == 0 && ok {
+			t.Fatalf("maxLive %d: entry %d is handed out first (%v)", maxLive, i, ok)
 		}
 	}
 	if bits.OnesCount(uint(len(newLiveTable(1<<20).buckets))) != 1 {
@@ -363,33 +376,39 @@ func TestFingerprintsAreDistinct(t *testing.T) {
 	}
 }
 
-// A cell class's counters fill exactly one cache line; a scope's shared
-// counters sit a full line away from its limits and from the next scope;
-// a stripe and a bucket lock are whole lines with their mutex and
-// sequence counter a full line from the neighbours.
+// A scope's counters and limits fill exactly one cache line, and so does
+// a live-table entry; in a new ledger every scope's counters and the
+// entries start on line boundaries; the sequence counter that every
+// lock-free reader loads has a line of its own, apart from the fields
+// before it and the mutex after it.
 func TestPaddingIsExact(t *testing.T) {
 	if s := unsafe.Sizeof(counters{}); s != cacheLine {
 		t.Fatalf("counters are %d bytes, want one %d-byte line", s, cacheLine)
 	}
-	var sc scope
-	if gap := unsafe.Offsetof(sc.count) - (unsafe.Offsetof(sc.batch) + unsafe.Sizeof(sc.batch)); gap < cacheLine {
-		t.Fatalf("a scope's counters are %d bytes from its limits", gap)
+	if s := unsafe.Sizeof(entry{}); s != cacheLine {
+		t.Fatalf("a live-table entry is %d bytes, want one %d-byte line", s, cacheLine)
 	}
-	if gap := unsafe.Sizeof(sc) - (unsafe.Offsetof(sc.count) + unsafe.Sizeof(sc.count)); gap < cacheLine {
-		t.Fatalf("a scope's counters are %d bytes from the next scope", gap)
+	if s := unsafe.Sizeof(fixedCounters{}); s != (1+policy.NumCellClasses)*cacheLine {
+		t.Fatalf("the node's and the cell classes' counters are %d bytes", s)
 	}
-	var st stripe
-	if off := unsafe.Offsetof(st.mu); off < cacheLine {
-		t.Fatalf("a stripe's mutex at offset %d", off)
+	for _, maxLive := range []uint64{1, 5} {
+		n := testLedger(t, maxLive)
+		for what, at := range map[string]uintptr{
+			"node": uintptr(unsafe.Pointer(&n.fixed.node)), "cell class": uintptr(unsafe.Pointer(&n.fixed.cell[0])),
+			"tenant": uintptr(unsafe.Pointer(&n.tenant[0])), "trust class": uintptr(unsafe.Pointer(&n.trust[0])),
+			"queue class": uintptr(unsafe.Pointer(&n.queue[0])), "live-table entry": uintptr(unsafe.Pointer(&n.table.entries[0])),
+		} {
+			if at%cacheLine != 0 {
+				t.Errorf("a new ledger's %s counters at %#x: not on a line boundary", what, at)
+			}
+		}
 	}
-	if gap := unsafe.Sizeof(st) - (unsafe.Offsetof(st.tx) + unsafe.Sizeof(st.tx)); gap < cacheLine {
-		t.Fatalf("a stripe ends %d bytes after its fields", gap)
+	var l Ledger
+	if gap := unsafe.Offsetof(l.seq) - (unsafe.Offsetof(l.fixed) + unsafe.Sizeof(l.fixed)); gap < cacheLine {
+		t.Fatalf("the sequence counter is %d bytes after the read-mostly fields", gap)
 	}
-	if s := unsafe.Sizeof(bucketLock{}); s != cacheLine {
-		t.Fatalf("a bucket lock is %d bytes", s)
-	}
-	if s := unsafe.Sizeof(room{}); s != unsafeSizeofRoom {
-		t.Fatalf("a room is %d bytes, the padding assumes %d", s, unsafeSizeofRoom)
+	if gap := unsafe.Offsetof(l.mu) - unsafe.Offsetof(l.seq); gap < cacheLine {
+		t.Fatalf("the mutex is %d bytes after the sequence counter", gap)
 	}
 }
 
@@ -407,9 +426,9 @@ func collidingKeys(tb *liveTable, n int) []string {
 	}
 }
 
-// Keys that share a bucket are all found by the lock-free walk too: the
-// pre-check defers to a transaction for each, and each is found, started
-// and released, whichever place in the chain it holds.
+// Keys that share a bucket are all found by the lock-free walk too (so
+// the pre-check defers each to a transaction), and each is found,
+// started and released, whichever place in the chain it holds.
 func TestCollidingKeysAreFoundPastTheirHomeSlot(t *testing.T) {
 	l := testLedger(t, 4)
 	ids := collidingKeys(&l.table, 3)
@@ -419,8 +438,8 @@ func TestCollidingKeysAreFoundPastTheirHomeSlot(t *testing.T) {
 		tickets = append(tickets, reserve(l, FingerprintOf(0, id), id, r))
 	}
 	for i, id := range ids {
-		if _, exact := l.PreCheck(FingerprintOf(0, id), &r); exact {
-			t.Fatalf("key %d of a probe run: the pre-check did not see it", i)
+		if !l.table.mayContain(FingerprintOf(0, id)) {
+			t.Fatalf("key %d of a chain: the lock-free walk did not see it", i)
 		}
 		l.Update(func(tx Tx) {
 			if !tx.Contains(FingerprintOf(0, id), 0, id) {
@@ -433,11 +452,11 @@ func TestCollidingKeysAreFoundPastTheirHomeSlot(t *testing.T) {
 	if !release(l, tickets[0]) {
 		t.Fatal("release")
 	}
-	if _, exact := l.PreCheck(FingerprintOf(0, ids[0]), &r); !exact {
-		t.Fatal("a released key still looks live to the pre-check")
+	if l.table.mayContain(FingerprintOf(0, ids[0])) {
+		t.Fatal("a released key still looks live to the lock-free walk")
 	}
 	for i, id := range ids[1:] {
-		if _, exact := l.PreCheck(FingerprintOf(0, id), &r); exact {
+		if !l.table.mayContain(FingerprintOf(0, id)) {
 			t.Fatalf("key %d: lost after the head of its run was released", i+1)
 		}
 		if !start(l, tickets[i+1]) || !release(l, tickets[i+1]) {

@@ -1,7 +1,6 @@
 package atomicledger
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -33,13 +32,6 @@ const (
 	CPUFuel
 	MemoryBytes
 )
-
-// numDimensions is how many dimensions a scope counts; an [amounts] is
-// indexed by Dimension.
-const numDimensions = 4
-
-// amounts is one quantity per dimension, indexed by Dimension.
-type amounts [numDimensions]uint64
 
 // Shortfall is why a reservation does not fit: the first scope and
 // dimension (in checking order) without room. Permanent is set when the
@@ -83,193 +75,276 @@ type Held struct {
 	MemoryBytes uint64
 }
 
-func heldOf(a amounts) Held {
-	return Held{Live: a[LiveActivations], Queued: a[QueuedReservations], CPUFuel: a[CPUFuel], MemoryBytes: a[MemoryBytes]}
-}
-
-// counters is a cell class's live backlog on a cache line of its own.
-// Only the live half of slots is used (the packing is the same as it
-// was for every scope, so a backlog reads as slots>>32).
+// counters is one scope's counters and limits on a cache line of its
+// own. The counters are written only by a transaction, with Ledger.mu
+// held, and read lock-free; the limits never change after [New].
+//
+// slots packs the live count (high 32 bits) and the queued count (low 32
+// bits) into one word, so a reservation moves both with one atomic add
+// and a reader loads a consistent pair. Neither can reach 2^32: both are
+// bounded by the live table, which policy.MaxNodeLiveActivations (2^20)
+// sizes, and queued never exceeds live, so the low half never borrows
+// from the high one. A queue class uses only the queued half and its
+// queued limit; a cell class only the live half and no limit.
 type counters struct {
-	slots atomic.Uint64
-	_     [cacheLine - 8]byte
+	slots  atomic.Uint64
+	fuel   atomic.Uint64
+	memory atomic.Uint64
+	limit  policy.Limits
+	_      [cacheLine - 56]byte
 }
 
-const oneLive uint64 = 1 << 32
+// fixedCounters are the scopes every policy has: the node and each cell
+// class (only the live backlog is used).
+type fixedCounters struct {
+	node counters
+	cell [policy.NumCellClasses]counters
+}
 
-func (c *counters) live() uint64 { return c.slots.Load() >> 32 }
+// Packed slot deltas; subtracting d is adding -d, which wraps.
+const (
+	oneLive   uint64 = 1 << 32
+	oneQueued uint64 = 1
+	halfMask  uint64 = 1<<32 - 1
+)
 
-// scope is one ledger scope: its limits, whether it is sharded, and its
-// shared counters. An unsharded scope's counters are what its live
-// reservations hold, moved with compare-and-swap from any stripe; a
-// sharded scope's counters are its pool, the capacity that no stripe's
-// room holds, moved only on the exact path (every stripe held). Either
-// way a lock-free reader loads them; the counters sit a full line away
-// from the limits and from the next scope.
-type scope struct {
-	kind    Scope
-	sharded bool
-	limit   amounts
-	batch   amounts // how much a stripe's room is topped up by (sharded only)
-	_       [cacheLine]byte
-	count   [numDimensions]atomic.Uint64
-	_       [cacheLine]byte
+func (c *counters) live() uint64   { return c.slots.Load() >> 32 }
+func (c *counters) queued() uint64 { return c.slots.Load() & halfMask }
+
+func (c *counters) held() Held {
+	v := c.slots.Load()
+	return Held{Live: v >> 32, Queued: v & halfMask, CPUFuel: c.fuel.Load(), MemoryBytes: c.memory.Load()}
 }
 
 // Ledger is the node quota ledger. One per node; share it. It must not be
 // copied after first use.
 //
-// Limits never change after [New]. Every transaction runs with one
-// stripe's mutex held (see doc.go, "Concurrency"): a valid commit, a
-// start and a release touch only their stripe, the live table's bucket
-// of their key, the cell class's backlog and the counters of unsharded
-// scopes. mu, with every stripe's mutex, is the exact path: decisions at
-// or near a limit, and the moves that drain and refill the stripes'
-// rooms and entry lists.
+// Limits never change after [New]. One mutex, mu, serializes every
+// transaction (a commit, a start, a release, a reclaim); the counters are
+// atomics so that reads and the lock-free pre-check never take it. seq is
+// odd while Reserve moves counters and the live table, so that the
+// pre-check can tell whether capacity was taken while it read (a start
+// and a release only give capacity back, so they leave seq alone: see
+// PreCheck).
 type Ledger struct {
-	scopes     []scope // node, then tenants, trust classes and queue classes
-	tenantBase int
-	trustBase  int
-	queueBase  int
-	entryBatch uint64 // free entries a stripe's list is topped up by
+	// Every scope's counters sit in allocations that hold no pointer, so
+	// the allocator puts them on line boundaries (an object with pointers
+	// this large starts after a header word) and no two scopes share a
+	// line.
+	tenant []counters
+	trust  []counters
+	queue  []counters     // only queued is used
+	fixed  *fixedCounters // the node's and the cell classes'
 
-	cell [policy.NumCellClasses]counters
+	_   [cacheLine]byte
+	seq atomic.Uint64 // written by Reserve, with mu held; read lock-free
+	_   [cacheLine - 8]byte
 
-	stripes   []stripe
-	tokens    sync.Pool // *stripe; see acquire
-	nextToken atomic.Uint32
-
-	mu    sync.Mutex // the exact path: held with every stripe's mutex
-	table liveTable  // entries and buckets: see table.go for what guards them
-
-	// sequenced: every transaction runs on the exact path and takes the
-	// next order there, and the pre-check decides nothing (see
-	// NewSequenced). order is the last order handed out.
-	sequenced bool
-	order     atomic.Uint64
+	mu sync.Mutex
+	// order is the last place in the ledger's total order handed out:
+	// every transaction and every [Ledger.NextOrder] takes the next one.
+	// Guarded by mu.
+	order uint64
+	// inTx is true while Update runs its function. Guarded by mu.
+	inTx bool
+	// reserved counts the reservations ever made. Guarded by mu.
+	reserved uint64
+	// table is the live-activation table. Guarded by mu; its
+	// fingerprints and chains are also read lock-free (table.go).
+	table liveTable
 }
 
-// maxStripes caps the stripes, and so the memory of the rooms (one per
-// scope per stripe).
-const maxStripes = 64
-
-// shardMinimum is the smallest limit, per stripe, that a dimension of a
-// sharded scope may have: below it a stripe's room would hold too little
-// to save trips to the exact path, so the scope stays unsharded and its
-// counters move by compare-and-swap.
-const shardMinimum = 8
-
-// New allocates a ledger for a compiled policy, with one stripe per
-// GOMAXPROCS at the time of the call (at most 64). All memory the ledger
-// will ever use is allocated here.
+// New allocates a ledger for a compiled policy. All memory the ledger will
+// ever use is allocated here.
 func New(c *policy.Compiled) *Ledger {
-	return newLedger(c, min(max(runtime.GOMAXPROCS(0), 1), maxStripes), shardMinimum)
-}
-
-// NewSequenced allocates a ledger whose transactions have one total
-// order that a recording can replay: every transaction runs on the exact
-// path (mu and every stripe held) and draws the next order there
-// ([Tx.Order]), so two transactions' orders are the order in which they
-// took effect; and [Ledger.PreCheck] never answers, so every capacity
-// decision is such a transaction. It gives up the stripes' scaling for
-// that order: it is for recording a node's decisions, not for speed.
-func NewSequenced(c *policy.Compiled) *Ledger {
-	l := New(c)
-	l.sequenced = true
-	return l
-}
-
-// NextOrder draws the next order of a sequenced ledger, for an event that
-// moves nothing in it (a decision made before the ledger, a load
-// sample); it places the event after every transaction that drew an
-// order before it. It is 0 on a ledger that is not sequenced.
-func (l *Ledger) NextOrder() uint64 {
-	if !l.sequenced {
-		return 0
-	}
-	return l.order.Add(1)
-}
-
-// newLedger is New with a chosen number of stripes and the smallest
-// per-stripe limit of a sharded dimension (tests shard small limits).
-func newLedger(c *policy.Compiled, stripes int, minimum uint64) *Ledger {
-	nt, nc, nq := c.NumTenants(), c.NumTrustClasses(), c.NumQueueClasses()
 	l := &Ledger{
-		scopes:     make([]scope, 1+nt+nc+nq),
-		tenantBase: 1,
-		trustBase:  1 + nt,
-		queueBase:  1 + nt + nc,
-		stripes:    make([]stripe, stripes),
-		table:      newLiveTable(c.Node().Limits.MaxLiveActivations),
+		fixed:  new(fixedCounters),
+		tenant: make([]counters, c.NumTenants()),
+		trust:  make([]counters, c.NumTrustClasses()),
+		queue:  make([]counters, c.NumQueueClasses()),
+		table:  newLiveTable(c.Node().Limits.MaxLiveActivations),
 	}
-	l.scopes[0].init(NodeScope, limitsOf(c.Node().Limits), stripes, minimum)
-	for i := range nt {
-		l.scopes[l.tenantBase+i].init(TenantScope, limitsOf(c.Tenant(policy.TenantID(i)).Limits), stripes, minimum)
+	l.fixed.node.limit = c.Node().Limits
+	for i := range l.tenant {
+		l.tenant[i].limit = c.Tenant(policy.TenantID(i)).Limits
 	}
-	for i := range nc {
-		l.scopes[l.trustBase+i].init(TrustClassScope, limitsOf(c.TrustClass(policy.TrustClassID(i)).Limits), stripes, minimum)
+	for i := range l.trust {
+		l.trust[i].limit = c.TrustClass(policy.TrustClassID(i)).Limits
 	}
-	for i := range nq {
-		unlimited := ^uint64(0)
-		queue := amounts{unlimited, c.QueueClass(policy.QueueClassID(i)).MaxQueued, unlimited, unlimited}
-		l.scopes[l.queueBase+i].init(QueueClassScope, queue, stripes, minimum)
+	for i := range l.queue {
+		l.queue[i].limit.MaxQueuedReservations = c.QueueClass(policy.QueueClassID(i)).MaxQueued
 	}
-	l.entryBatch = max(c.Node().Limits.MaxLiveActivations/(4*uint64(stripes)), 1)
-	for i := range l.stripes {
-		st := &l.stripes[i]
-		st.room = newRooms(len(l.scopes))
-		for id := range l.scopes {
-			l.topUpLocked(st, id)
-		}
-		l.table.move(&st.free, &l.table.free, l.entryBatch)
-	}
-	l.tokens.New = func() any { return &l.stripes[int(l.nextToken.Add(1)-1)%len(l.stripes)] }
 	return l
 }
 
-func limitsOf(lim policy.Limits) amounts {
-	return amounts{lim.MaxLiveActivations, lim.MaxQueuedReservations, lim.MaxReservedCPUFuel, lim.MaxReservedMemoryBytes}
+// Room is what [Ledger.PreCheck] saw when a reservation fitted: the
+// sequence counter it read. A transaction that finds the counter
+// unchanged knows that no capacity was taken since, so the reservation
+// still fits ([Tx.ShortfallSince]). The zero Room saw nothing.
+type Room struct{ seq uint64 }
+
+// PreCheck decides, without taking the mutex, whether r certainly does
+// not fit. With exact=true, a Shortfall with a scope is the answer, the
+// one a transaction would have given at an instant during the call; an
+// empty Shortfall means a transaction must decide, and room says what
+// the pre-check saw. exact is false when it cannot tell: a Reserve ran
+// meanwhile, or the key (fingerprint fp) may already be live, in which
+// case the duplicate answer comes first and only a transaction can give
+// it.
+//
+// Only a Reserve takes capacity, and only it moves seq. A start and a
+// release give capacity back, scope by scope, without moving seq; the
+// pre-check reads the scopes in checking order, so when it reads the
+// dimension that lacks room, every scope and dimension it read before
+// has at least the room it saw: the shortfall held at that instant. The
+// key is looked up before the counters are read, so it was absent at
+// that instant too (a removal never hides another key; an insert is a
+// Reserve).
+//
+// A request that fits reads seq and the counters once and nothing else:
+// the transaction decides it anyway.
+func (l *Ledger) PreCheck(fp Fingerprint, r *Reservation) (s Shortfall, exact bool, room Room) {
+	before := l.seq.Load()
+	if s = l.shortfall(r); s.Scope == NoScope {
+		if before&1 == 0 {
+			room = Room{seq: before | 1<<63}
+		}
+		return s, true, room
+	}
+	// The counters were read before the key was looked up: the dimension
+	// that lacked room is read once more, after the lookup. Every scope
+	// and dimension before it had at least the room seen then.
+	if before&1 != 0 || l.table.mayContain(fp) || !l.lacks(r, s) || l.seq.Load() != before {
+		return Shortfall{}, false, Room{}
+	}
+	return s, true, Room{}
 }
 
-// init sets a scope's limits and decides whether it is sharded: every
-// dimension it limits must allow minimum per stripe. A queue class
-// limits only its queued dimension (the others are unlimited and never
-// move).
-func (sc *scope) init(kind Scope, limit amounts, stripes int, minimum uint64) {
-	sc.kind, sc.limit = kind, limit
-	sc.sharded = true
-	for d, lim := range limit {
-		if kind == QueueClassScope && Dimension(d) != QueuedReservations {
-			continue
-		}
-		if lim/uint64(stripes) < minimum {
-			sc.sharded = false
-		}
+// lacks reports whether r still lacks room at s's scope and dimension.
+func (l *Ledger) lacks(r *Reservation, s Shortfall) bool {
+	var c *counters
+	switch s.Scope {
+	case NodeScope:
+		c = &l.fixed.node
+	case TenantScope:
+		c = &l.tenant[r.Tenant]
+	case TrustClassScope:
+		c = &l.trust[r.TrustClass]
+	default:
+		c = &l.queue[r.QueueClass]
 	}
-	if sc.sharded {
-		for d, lim := range limit {
-			sc.count[d].Store(lim)
-			if kind != QueueClassScope || Dimension(d) == QueuedReservations {
-				sc.batch[d] = max(lim/(4*uint64(stripes)), 1)
-			}
-		}
+	lim := &c.limit
+	switch s.Dimension {
+	case LiveActivations:
+		return !fits(c.live(), 1, lim.MaxLiveActivations)
+	case QueuedReservations:
+		return !fits(c.queued(), 1, lim.MaxQueuedReservations)
+	case CPUFuel:
+		return !fits(c.fuel.Load(), r.CPUFuel, lim.MaxReservedCPUFuel)
 	}
+	return !fits(c.memory.Load(), r.MemoryBytes, lim.MaxReservedMemoryBytes)
 }
 
-// scopeIndexes are r's node, tenant, trust-class and queue-class scopes,
-// in checking order.
-func (l *Ledger) scopeIndexes(r *Reservation) [4]int {
-	return [4]int{0, l.tenantBase + int(r.Tenant), l.trustBase + int(r.TrustClass), l.queueBase + int(r.QueueClass)}
+// NextOrder takes the next place in the ledger's total order for an
+// event that moves nothing in it (a decision made before the ledger, a
+// load sample, a catalog change): after every transaction that took its
+// order before, before every one that takes it after.
+func (l *Ledger) NextOrder() uint64 {
+	l.mu.Lock()
+	l.order++
+	o := l.order
+	l.mu.Unlock()
+	return o
 }
 
-// needAt is what r holds at the i-th of its scopes (scopeIndexes order):
-// a queue class counts only the queued slot. queued is 1 for a queued
-// reservation, 0 once it started.
-func needAt(i int, r *Reservation, queued uint64) amounts {
-	if i == 3 {
-		return amounts{QueuedReservations: queued}
+// Tx is the ledger with its mutex held: the only value on which the
+// operations that need the mutex exist. Only [Ledger.Update] hands one
+// out, and it is valid only until the function it was given returns;
+// using it after that is a bug in the caller and panics.
+type Tx struct{ l *Ledger }
+
+// Update takes the mutex, takes the next place in the total order
+// ([Tx.Order]), runs fn with a transaction, and releases the mutex when
+// fn returns, on every path. Hold it only for the final checks and one
+// commit: fn must not block, and what can run before it should.
+func (l *Ledger) Update(fn func(tx Tx)) {
+	l.mu.Lock()
+	defer l.endLocked()
+	l.order++
+	l.inTx = true
+	fn(Tx{l})
+}
+
+// endLocked ends the transaction and releases mu.
+func (l *Ledger) endLocked() {
+	l.inTx = false
+	l.mu.Unlock()
+}
+
+// held returns the ledger, or panics if the transaction has ended.
+func (tx Tx) held() *Ledger {
+	if tx.l == nil || !tx.l.inTx {
+		panic("atomicledger: a Tx used outside its Update")
 	}
-	return amounts{1, queued, r.CPUFuel, r.MemoryBytes}
+	return tx.l
+}
+
+// Order is the transaction's place in the ledger's total order: two
+// transactions' orders are the order in which they took effect.
+func (tx Tx) Order() uint64 { return tx.held().order }
+
+// Contains reports whether (tenant, id) holds a live reservation.
+func (tx Tx) Contains(fp Fingerprint, tenant policy.TenantID, id string) bool {
+	return tx.held().table.findLocked(fp, tenant, id) >= 0
+}
+
+// Shortfall is the first scope and dimension where r does not fit, or a
+// Shortfall with NoScope. It reads what PreCheck reads; with the mutex
+// held nothing moves underneath.
+func (tx Tx) Shortfall(r *Reservation) Shortfall { return tx.held().shortfall(r) }
+
+// ShortfallSince is Shortfall for an r that [Ledger.PreCheck] found
+// fitting with room: when no Reserve ran since, capacity has only come
+// back, so r still fits and nothing is read again.
+func (tx Tx) ShortfallSince(room Room, r *Reservation) Shortfall {
+	l := tx.held()
+	if room.seq == l.seq.Load()|1<<63 {
+		return Shortfall{}
+	}
+	return l.shortfall(r)
+}
+
+func (l *Ledger) shortfall(r *Reservation) Shortfall {
+	if s, ok := scopeShortfall(NodeScope, &l.fixed.node, r); !ok {
+		return s
+	}
+	if s, ok := scopeShortfall(TenantScope, &l.tenant[r.Tenant], r); !ok {
+		return s
+	}
+	if s, ok := scopeShortfall(TrustClassScope, &l.trust[r.TrustClass], r); !ok {
+		return s
+	}
+	q := &l.queue[r.QueueClass]
+	if limit := q.limit.MaxQueuedReservations; !fits(q.queued(), 1, limit) {
+		return Shortfall{Scope: QueueClassScope, Dimension: QueuedReservations, Permanent: limit < 1}
+	}
+	return Shortfall{}
+}
+
+func scopeShortfall(scope Scope, c *counters, r *Reservation) (Shortfall, bool) {
+	v := c.slots.Load()
+	lim := &c.limit
+	switch {
+	case !fits(v>>32, 1, lim.MaxLiveActivations):
+		return Shortfall{scope, LiveActivations, lim.MaxLiveActivations < 1}, false
+	case !fits(v&halfMask, 1, lim.MaxQueuedReservations):
+		return Shortfall{scope, QueuedReservations, lim.MaxQueuedReservations < 1}, false
+	case !fits(c.fuel.Load(), r.CPUFuel, lim.MaxReservedCPUFuel):
+		return Shortfall{scope, CPUFuel, r.CPUFuel > lim.MaxReservedCPUFuel}, false
+	case !fits(c.memory.Load(), r.MemoryBytes, lim.MaxReservedMemoryBytes):
+		return Shortfall{scope, MemoryBytes, r.MemoryBytes > lim.MaxReservedMemoryBytes}, false
+	}
+	return Shortfall{}, true
 }
 
 // fits reports whether used+need <= limit without overflowing.
@@ -277,191 +352,112 @@ func fits(used, need, limit uint64) bool {
 	return need <= limit && used <= limit-need
 }
 
-// usedOf is what the reservations of scope id hold: exact on the exact
-// path, which holds every stripe's room still.
-func (l *Ledger) usedOf(id int) amounts {
-	sc := &l.scopes[id]
-	var u amounts
-	for d := range u {
-		u[d] = sc.count[d].Load()
-	}
-	if !sc.sharded {
-		return u
-	}
-	for d := range u {
-		free := u[d]
-		for i := range l.stripes {
-			free += l.stripes[i].room[id][d]
-		}
-		u[d] = sc.limit[d] - free
-	}
-	return u
+// CellBacklog is the number of live reservations (queued plus
+// executing) of cell class c.
+func (tx Tx) CellBacklog(c policy.CellClass) uint64 { return tx.held().fixed.cell[c].live() }
+
+// Reserve commits r for key (fp, id). The caller has checked, in this
+// transaction, that the key is absent and that Shortfall found room
+// (Reserve does not check again); every counter moves only after all
+// checks passed.
+func (tx Tx) Reserve(fp Fingerprint, id string, r Reservation) Ticket {
+	l := tx.held()
+	l.reserved++
+	l.seq.Add(1)
+	tk := l.table.insertLocked(fp, id, &r)
+	add(&l.fixed.node, &r)
+	add(&l.tenant[r.Tenant], &r)
+	add(&l.trust[r.TrustClass], &r)
+	l.queue[r.QueueClass].slots.Add(oneQueued)
+	l.fixed.cell[r.CellClass].slots.Add(oneLive)
+	l.seq.Add(1)
+	return tk
 }
 
-// shortfall is the first scope and dimension of r without room; the
-// exact path's answer.
-func (l *Ledger) shortfall(r *Reservation) Shortfall {
-	for i, id := range l.scopeIndexes(r) {
-		sc := &l.scopes[id]
-		need := needAt(i, r, 1)
-		used := l.usedOf(id)
-		for d := range need {
-			if !fits(used[d], need[d], sc.limit[d]) {
-				return Shortfall{Scope: sc.kind, Dimension: Dimension(d), Permanent: need[d] > sc.limit[d]}
-			}
-		}
+// add counts one new queued reservation: a live and a queued slot, its
+// fuel and its memory.
+func add(c *counters, r *Reservation) {
+	c.slots.Add(oneLive + oneQueued)
+	c.fuel.Add(r.CPUFuel)
+	c.memory.Add(r.MemoryBytes)
+}
+
+// sub returns a reservation: its live slot, queued (the packed queued
+// slots it still holds: one, or none once started), fuel and memory.
+func sub(c *counters, r *Reservation, queued uint64) {
+	c.slots.Add(-(oneLive + queued))
+	c.fuel.Add(-r.CPUFuel)
+	c.memory.Add(-r.MemoryBytes)
+}
+
+// Start moves a queued reservation to executing: it returns the queued
+// slots at node, tenant, trust class and queue class and keeps the rest.
+// It reports false if tk is not live or already executing.
+func (tx Tx) Start(tk Ticket) bool {
+	l := tx.held()
+	e := l.table.entryLocked(tk)
+	if e == nil || e.executing {
+		return false
 	}
-	return Shortfall{}
+	e.executing = true
+	r := &e.reservation
+	l.fixed.node.slots.Add(^oneQueued + 1)
+	l.tenant[r.Tenant].slots.Add(^oneQueued + 1)
+	l.trust[r.TrustClass].slots.Add(^oneQueued + 1)
+	l.queue[r.QueueClass].slots.Add(^oneQueued + 1)
+	return true
 }
 
-// preShortfall is shortfall from what a lock-free reader may load: an
-// unsharded scope's counters, and a sharded scope's pool. A sharded
-// scope whose pool alone holds the need certainly has room; one whose
-// pool does not may still have room parked in some stripe's room, which
-// only the exact path may count, so known is false.
-func (l *Ledger) preShortfall(r *Reservation) (s Shortfall, known bool) {
-	for i, id := range l.scopeIndexes(r) {
-		sc := &l.scopes[id]
-		need := needAt(i, r, 1)
-		for d, n := range need {
-			v := sc.count[d].Load()
-			switch {
-			case sc.sharded && v < n:
-				return Shortfall{}, false
-			case !sc.sharded && !fits(v, n, sc.limit[d]):
-				return Shortfall{Scope: sc.kind, Dimension: Dimension(d), Permanent: n > sc.limit[d]}, true
-			}
-		}
+// Release returns everything tk still holds, whatever was consumed. It
+// reports false, and changes nothing, when tk no longer names a live
+// reservation.
+func (tx Tx) Release(tk Ticket) bool {
+	l := tx.held()
+	e := l.table.entryLocked(tk)
+	if e == nil {
+		return false
 	}
-	return Shortfall{}, true
-}
-
-// PreCheck decides, without taking a mutex, whether r certainly does not
-// fit. It returns exact=false when it cannot tell: a transaction was
-// writing on some stripe, or the key (fingerprint fp) may already be
-// live, in which case the duplicate answer comes first and only a
-// transaction can give it. With exact=true, a Shortfall with a scope is
-// the answer and an empty one means a transaction must decide.
-//
-// A shortfall at a sharded scope is never exact here (see preShortfall):
-// it takes the exact path, which counts the stripes' rooms.
-//
-// A shortfall is trusted only between two readings of every stripe's
-// sequence counter: a writer makes its stripe's counter odd while it
-// moves anything a lock-free reader loads, and the counters only grow,
-// so equal sums of even counters mean nothing moved in between and what
-// was read held at one instant. A request that fits needs no such
-// reading (a transaction decides it anyway), so a valid request does not
-// read the lines that other cores' transactions write.
-func (l *Ledger) PreCheck(fp Fingerprint, r *Reservation) (s Shortfall, exact bool) {
-	if l.sequenced {
-		return Shortfall{}, false
+	r := e.reservation
+	queued := oneQueued
+	if e.executing {
+		queued = 0
 	}
-	if s, known := l.preShortfall(r); known && s.Scope == NoScope {
-		return Shortfall{}, !l.table.mayContain(fp)
+	sub(&l.fixed.node, &r, queued)
+	sub(&l.tenant[r.Tenant], &r, queued)
+	sub(&l.trust[r.TrustClass], &r, queued)
+	if queued != 0 {
+		l.queue[r.QueueClass].slots.Add(-queued)
 	}
-	before, ok := l.quiescent()
-	if !ok || l.table.mayContain(fp) {
-		return Shortfall{}, false
-	}
-	s, known := l.preShortfall(r)
-	if after, ok := l.quiescent(); !known || !ok || after != before {
-		return Shortfall{}, false
-	}
-	return s, true
+	l.fixed.cell[r.CellClass].slots.Add(^oneLive + 1)
+	l.table.removeLocked(tk.entry)
+	return true
 }
 
-// quiescent sums the stripes' sequence counters; ok is false if one is
-// odd (a writer is moving counters there).
-func (l *Ledger) quiescent() (sum uint64, ok bool) {
-	for i := range l.stripes {
-		v := l.stripes[i].seq.Load()
-		if v&1 != 0 {
-			return 0, false
-		}
-		sum += v
-	}
-	return sum, true
-}
+// Node reads the node's counters lock-free.
+func (l *Ledger) Node() Held { return l.fixed.node.held() }
 
-// Node reads the node's usage under the exact path's locks: the stripes'
-// rooms are counted only there.
-func (l *Ledger) Node() Held { return l.scopeUsage(0) }
+// Tenant reads a tenant's counters lock-free.
+func (l *Ledger) Tenant(id policy.TenantID) Held { return l.tenant[id].held() }
 
-// Tenant reads a tenant's usage under the exact path's locks.
-func (l *Ledger) Tenant(id policy.TenantID) Held { return l.scopeUsage(l.tenantBase + int(id)) }
+// TrustClass reads a trust class's counters lock-free.
+func (l *Ledger) TrustClass(id policy.TrustClassID) Held { return l.trust[id].held() }
 
-// TrustClass reads a trust class's usage under the exact path's locks.
-func (l *Ledger) TrustClass(id policy.TrustClassID) Held {
-	return l.scopeUsage(l.trustBase + int(id))
-}
+// QueueClassQueued reads a queue class's queued count lock-free.
+func (l *Ledger) QueueClassQueued(id policy.QueueClassID) uint64 { return l.queue[id].queued() }
 
-// QueueClassQueued reads a queue class's queued count under the exact
-// path's locks.
-func (l *Ledger) QueueClassQueued(id policy.QueueClassID) uint64 {
-	return l.scopeUsage(l.queueBase + int(id)).Queued
-}
+// CellClassLive reads a cell class's live backlog lock-free.
+func (l *Ledger) CellClassLive(c policy.CellClass) uint64 { return l.fixed.cell[c].live() }
 
-func (l *Ledger) scopeUsage(id int) Held {
-	l.lockAll()
-	defer l.unlockAll()
-	return heldOf(l.usedOf(id))
-}
-
-// CellClassLive reads a cell class's live backlog under the exact path's
-// locks (a fast commit raises it before it decides).
-func (l *Ledger) CellClassLive(c policy.CellClass) uint64 {
-	l.lockAll()
-	defer l.unlockAll()
-	return l.cell[c].live()
-}
-
-// LiveEntries counts live reservations in the table (takes the exact
-// path's locks).
-func (l *Ledger) LiveEntries() int {
-	l.lockAll()
-	defer l.unlockAll()
-	free := l.table.free.n
-	for i := range l.stripes {
-		free += l.stripes[i].free.n
-	}
-	return len(l.table.entries) - int(free)
-}
-
-// lockAll takes the exact path's locks: mu, then every stripe in order.
-// A reader holds them without touching the sequence counters, so a
-// scrape never makes the pre-check inexact; a writer makes them odd
-// when it first moves something (Tx.write).
-func (l *Ledger) lockAll() {
+// Reserved is how many reservations were ever made (takes the mutex).
+func (l *Ledger) Reserved() uint64 {
 	l.mu.Lock()
-	for i := range l.stripes {
-		l.stripes[i].mu.Lock()
-	}
+	defer l.mu.Unlock()
+	return l.reserved
 }
 
-func (l *Ledger) unlockAll() {
-	for i := len(l.stripes) - 1; i >= 0; i-- {
-		l.stripes[i].mu.Unlock()
-	}
-	l.mu.Unlock()
-}
-
-// oddSequences makes st's sequence counter odd, or every stripe's on the
-// exact path; evenSequences undoes it at the transaction's end.
-func (l *Ledger) oddSequences(st *stripe, exact bool) {
-	if !exact {
-		st.seq.Add(1)
-		return
-	}
-	for i := range l.stripes {
-		l.stripes[i].seq.Add(1)
-	}
-}
-
-// endExactLocked ends an exact transaction on st, before its locks go.
-func (l *Ledger) endExactLocked(st *stripe) {
-	if st.tx.written {
-		l.oddSequences(st, true)
-	}
-	st.tx.active = false
+// LiveEntries counts live reservations in the table (takes the mutex).
+func (l *Ledger) LiveEntries() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.table.liveCountLocked()
 }

@@ -16,17 +16,13 @@ import (
 	"latent.dev/admission/policy"
 )
 
-// This file checks the striped ledger alone against a sequential
-// specification with porcupine, under shardings that put every scope's
-// capacity in the stripes' rooms (core/linearizability_test.go checks
-// the whole controller, whose small limits leave every scope unsharded).
-// The commit is core's step 13 without the clock: duplicate, capacity,
-// then a feasibility refusal when the cell class's backlog is at or
-// above linBacklog, so that the fast path's upper bound of the backlog
-// is held to the exact answer too.
+// This file checks the ledger alone against a sequential specification
+// with porcupine (core/linearizability_test.go checks the whole
+// controller). The commit is core's step 13 without the clock:
+// duplicate, capacity, then a feasibility refusal when the cell class's
+// backlog is at or above linBacklog.
 
 const (
-	linStripes = 3
 	linClients = 5
 	linOps     = 40 // per client
 	linKeys    = 6  // activation IDs per tenant
@@ -34,7 +30,7 @@ const (
 )
 
 func linPolicy() *policy.NodeAdmissionPolicy {
-	p := stripedPolicy()
+	p := limitsPolicy()
 	p.Node.Limits = policy.Limits{MaxLiveActivations: 6, MaxQueuedReservations: 5, MaxReservedCPUFuel: 10, MaxReservedMemoryBytes: 9}
 	small := policy.Limits{MaxLiveActivations: 4, MaxQueuedReservations: 4, MaxReservedCPUFuel: 7, MaxReservedMemoryBytes: 6}
 	for i := range p.Tenants {
@@ -104,27 +100,8 @@ func (s linState) step(l *Ledger, in linInput) (string, linState) {
 			return "duplicate", s
 		}
 	}
-	ids := l.scopeIndexes(&in.r)
-	for i, id := range ids {
-		var used amounts
-		for _, e := range s {
-			var queued uint64
-			if !e.executing {
-				queued = 1
-			}
-			if l.scopeIndexes(&e.r)[i] == id {
-				h := needAt(i, &e.r, queued)
-				for d := range used {
-					used[d] += h[d]
-				}
-			}
-		}
-		need := needAt(i, &in.r, 1)
-		for d := range need {
-			if !fits(used[d], need[d], l.scopes[id].limit[d]) {
-				return fmt.Sprintf("short %d/%d", l.scopes[id].kind, d), s
-			}
-		}
+	if short := specShortfall(l, s, in.r); short != "" {
+		return short, s
 	}
 	backlog := 0
 	for _, e := range s {
@@ -159,8 +136,7 @@ func linModel(l *Ledger) porcupine.Model {
 	}
 }
 
-// recordLedgerHistory runs linClients goroutines, each mostly on its
-// own stripe and now and then on another, against a fresh ledger.
+// recordLedgerHistory runs linClients goroutines against a fresh ledger.
 func recordLedgerHistory(t *testing.T, l *Ledger, seed uint64) []porcupine.Operation {
 	var (
 		clock, nextOp atomic.Int64
@@ -183,10 +159,6 @@ func recordLedgerHistory(t *testing.T, l *Ledger, seed uint64) []porcupine.Opera
 				if rng.IntN(2) == 0 {
 					runtime.Gosched()
 				}
-				st := &l.stripes[client%linStripes]
-				if rng.IntN(4) == 0 {
-					st = &l.stripes[rng.IntN(linStripes)]
-				}
 				in := linInput{commit: int(nextOp.Add(1))}
 				var out string
 				var call, ret int64
@@ -196,7 +168,7 @@ func recordLedgerHistory(t *testing.T, l *Ledger, seed uint64) []porcupine.Opera
 						QueueClass: policy.QueueClassID(rng.IntN(2)), CellClass: policy.CellClass(rng.IntN(2)),
 						CPUFuel: 1 + rng.Uint64N(2), MemoryBytes: 1 + rng.Uint64N(2)}
 					call = clock.Add(1)
-					tk, answer := commitOn(l, st, fmt.Sprint(in.key), in.r, linBacklog)
+					tk, answer := commit(l, fmt.Sprint(in.key), in.r, linBacklog)
 					ret = clock.Add(1)
 					out = answer
 					if answer == "ok" {
@@ -217,7 +189,7 @@ func recordLedgerHistory(t *testing.T, l *Ledger, seed uint64) []porcupine.Opera
 						mine = append(mine[:j], mine[j+1:]...)
 					}
 					call = clock.Add(1)
-					l.updateOn(st, func(tx Tx) {
+					l.Update(func(tx Tx) {
 						if in.kind == linStart {
 							ok = tx.Start(tk)
 						} else {
@@ -246,45 +218,88 @@ func recordLedgerHistory(t *testing.T, l *Ledger, seed uint64) []porcupine.Opera
 	return history
 }
 
-// Histories of racing commits, starts and releases on a striped ledger,
-// driven to its limits, are linearizable against the sequential
+// Histories of racing commits, starts and releases, driven to the
+// ledger's limits, are linearizable against the sequential
 // specification; every kind of answer happens.
-func TestStripedLedgerIsLinearizable(t *testing.T) {
-	for _, sh := range shardings {
-		t.Run(sh.name, func(t *testing.T) {
-			outcomes := map[string]int{}
-			for h := range 30 {
-				l := newLedger(policy.MustCompile(linPolicy()), linStripes, sh.minimum)
-				history := recordLedgerHistory(t, l, uint64(h)+1)
-				for _, op := range history {
-					outcomes[fmt.Sprint(op.Input.(linInput).kind, " ", op.Output)]++
-				}
-				model := linModel(l)
-				result, info := porcupine.CheckOperationsVerbose(model, history, 10*time.Second)
-				switch result {
-				case porcupine.Illegal:
-					for _, partial := range info.PartialLinearizationsOperations() {
-						for _, linearization := range partial {
-							for _, op := range linearization {
-								t.Logf("  %s", model.DescribeOperation(op.Input, op.Output))
-							}
-							break
-						}
+func TestLedgerIsLinearizable(t *testing.T) {
+	outcomes := map[string]int{}
+	for h := range 60 {
+		l := New(policy.MustCompile(linPolicy()))
+		history := recordLedgerHistory(t, l, uint64(h)+1)
+		for _, op := range history {
+			outcomes[fmt.Sprint(op.Input.(linInput).kind, " ", op.Output)]++
+		}
+		model := linModel(l)
+		result, info := porcupine.CheckOperationsVerbose(model, history, 10*time.Second)
+		switch result {
+		case porcupine.Illegal:
+			for _, partial := range info.PartialLinearizationsOperations() {
+				for _, linearization := range partial {
+					for _, op := range linearization {
+						t.Logf("  %s", model.DescribeOperation(op.Input, op.Output))
 					}
-					t.Fatalf("history %d is not linearizable (longest linearizable prefix above)", h)
-				case porcupine.Unknown:
-					t.Fatalf("history %d: the checker timed out", h)
-				}
-				if n := l.LiveEntries(); n != 0 {
-					t.Fatalf("history %d: %d entries live at the end", h, n)
+					break
 				}
 			}
-			for _, want := range []string{"0 ok", "0 duplicate", "0 infeasible", "1 true", "1 false", "2 true", "2 false"} {
-				if outcomes[want] == 0 {
-					t.Errorf("no %q in the histories: %v", want, outcomes)
-				}
-			}
-			t.Logf("outcomes: %v", outcomes)
-		})
+			t.Fatalf("history %d is not linearizable (longest linearizable prefix above)", h)
+		case porcupine.Unknown:
+			t.Fatalf("history %d: the checker timed out", h)
+		}
+		if n := l.LiveEntries(); n != 0 {
+			t.Fatalf("history %d: %d entries live at the end", h, n)
+		}
 	}
+	for _, want := range []string{"0 ok", "0 duplicate", "0 infeasible", "1 true", "1 false", "2 true", "2 false"} {
+		if outcomes[want] == 0 {
+			t.Errorf("no %q in the histories: %v", want, outcomes)
+		}
+	}
+	t.Logf("outcomes: %v", outcomes)
+}
+
+// specShortfall is the specification's capacity check: what the live
+// reservations of s hold at each of r's scopes, against that scope's
+// limits, in checking order; "" when r fits.
+func specShortfall(l *Ledger, s linState, r Reservation) string {
+	scopes := []struct {
+		scope Scope
+		same  func(e Reservation) bool
+		limit policy.Limits
+	}{
+		{NodeScope, func(Reservation) bool { return true }, l.fixed.node.limit},
+		{TenantScope, func(e Reservation) bool { return e.Tenant == r.Tenant }, l.tenant[r.Tenant].limit},
+		{TrustClassScope, func(e Reservation) bool { return e.TrustClass == r.TrustClass }, l.trust[r.TrustClass].limit},
+	}
+	for _, sc := range scopes {
+		var used Held
+		for _, e := range s {
+			if sc.same(e.r) {
+				used.Live++
+				if !e.executing {
+					used.Queued++
+				}
+				used.CPUFuel += e.r.CPUFuel
+				used.MemoryBytes += e.r.MemoryBytes
+			}
+		}
+		lim := sc.limit
+		for d, ok := range []bool{
+			used.Live+1 <= lim.MaxLiveActivations, used.Queued+1 <= lim.MaxQueuedReservations,
+			used.CPUFuel+r.CPUFuel <= lim.MaxReservedCPUFuel, used.MemoryBytes+r.MemoryBytes <= lim.MaxReservedMemoryBytes,
+		} {
+			if !ok {
+				return fmt.Sprintf("short %d/%d", sc.scope, d)
+			}
+		}
+	}
+	var queued uint64
+	for _, e := range s {
+		if e.r.QueueClass == r.QueueClass && !e.executing {
+			queued++
+		}
+	}
+	if queued+1 > l.queue[r.QueueClass].limit.MaxQueuedReservations {
+		return fmt.Sprintf("short %d/%d", QueueClassScope, QueuedReservations)
+	}
+	return ""
 }

@@ -11,14 +11,14 @@ import (
 )
 
 // Fingerprint is the 64-bit hash of a (tenant, activation ID) key. Zero is
-// never a fingerprint: it marks an empty index slot.
+// never a fingerprint: it marks a free entry.
 type Fingerprint uint64
 
 // fingerprintKey keys fingerprints. It is chosen per process: nothing
 // outside memory ever holds a fingerprint, and a key that nobody outside
 // the process knows keeps whoever chooses activation IDs from aiming them
-// at one probe run of the index. The top bit of the second half is set,
-// so that half XORed with a tenant ID is never zero.
+// at one chain of the index. The top bit of the second half is set, so
+// that half XORed with a tenant ID is never zero.
 var fingerprintKey = [2]uint64{rand.Uint64(), rand.Uint64() | 1<<63}
 
 // FingerprintOf hashes a live-table key: xxhash of the activation ID,
@@ -34,46 +34,42 @@ func FingerprintOf(tenant policy.TenantID, activationID string) Fingerprint {
 	return 1
 }
 
-// entry is one live reservation, or a free one on a free list. Entries
-// never move: a permit names its entry by index and generation.
-//
-// A live entry is guarded by the lock of its bucket (and, on the exact
-// path, by every stripe); a free one by the mutex of the stripe whose
-// list holds it (the table's own list: by the exact path). fingerprint
-// and next are atomics because the pre-check walks chains lock-free.
+// entry is one live reservation, or a free one. Entries never move: a
+// permit names its entry by index and generation. Guarded by Ledger.mu;
+// fingerprint and next are atomics because the pre-check walks chains
+// lock-free. An entry holds no pointer (its activation ID is in
+// liveTable.ids), so the collector never scans the entries.
 type entry struct {
 	fingerprint atomic.Uint64 // 0 while free
-	next        atomic.Uint32 // the next entry of its chain or free list, as index+1; 0 ends it
-	generation  uint64        // bumped on every reuse, so a stale ticket never matches
+	next        atomic.Uint32 // the next entry of its chain, as index+1; 0 ends it
 	live        bool
 	executing   bool
-	id          string
+	generation  uint64 // bumped on every reuse, so a stale ticket never matches
 	reservation Reservation
+	// One entry per line: two cores' reservations, handed out side by
+	// side from the free stack, do not share one.
+	_ [cacheLine - 56]byte
 }
-
-// maxBucketLocks bounds the bucket locks: two transactions of different
-// keys wait on each other only when their buckets share a lock.
-const maxBucketLocks = 256
 
 // liveTable is the fixed-capacity live-activation table: a pool of
-// maxLive entries and a chained hash index from fingerprint to entry
-// (at least two buckets per entry, so chains stay short). Bucket b is
-// guarded by locks[b & lockMask]. Free entries sit on free lists linked
-// through next: one per stripe and the table's own. Nothing in it grows
-// after construction.
+// maxLive entries and a chained hash index from fingerprint to entry (at
+// least two buckets per entry, so chains stay short) and a stack of
+// the free entries. Every field is guarded by Ledger.mu; buckets and the
+// entries' fingerprint and next are also read lock-free. Nothing in it
+// grows after construction.
+//
+// A removal unlinks an entry without hiding any other: a lock-free walk
+// already on the removed entry still follows its old next. So while no
+// insert runs, a walk that finds no fingerprint proves the key absent at
+// the instant it started, whatever removals run meanwhile.
 type liveTable struct {
-	entries  []entry
-	buckets  []atomic.Uint32 // head of each chain, as index+1; 0 is empty
-	mask     uint64
-	locks    []bucketLock
-	lockMask uint64
-	free     freeList // guarded by the exact path
-}
-
-// freeList is a list of free entries linked through their next field.
-type freeList struct {
-	head, tail uint32 // index+1; 0 when empty
-	n          uint64
+	entries []entry
+	// ids holds entry i's activation ID at i: apart from the entries, so
+	// that a collection reads a sixth of the memory to mark them.
+	ids     []string
+	buckets []atomic.Uint32 // head of each chain, as index+1; 0 is empty
+	mask    uint64
+	free    []uint32 // the free entries' indexes; the top is handed out next
 }
 
 func newLiveTable(maxLive uint64) liveTable {
@@ -81,77 +77,33 @@ func newLiveTable(maxLive uint64) liveTable {
 	if maxLive > 0 {
 		size = 1 << bits.Len64(maxLive*2-1)
 	}
-	locks := min(size, maxBucketLocks)
 	t := liveTable{
-		entries:  make([]entry, maxLive),
-		buckets:  make([]atomic.Uint32, size),
-		mask:     size - 1,
-		locks:    make([]bucketLock, locks),
-		lockMask: locks - 1,
+		entries: make([]entry, maxLive),
+		ids:     make([]string, maxLive),
+		buckets: make([]atomic.Uint32, size),
+		mask:    size - 1,
+		free:    make([]uint32, maxLive),
 	}
-	for i := maxLive; i > 0; i-- {
-		t.push(&t.free, uint32(i-1))
+	for i := range t.free {
+		t.free[i] = uint32(maxLive) - 1 - uint32(i)
 	}
 	return t
 }
 
-// lockOf is the index of the lock that guards fp's bucket.
-func (t *liveTable) lockOf(fp Fingerprint) int32 {
-	return int32(uint64(fp) & t.mask & t.lockMask)
-}
-
-// push puts free entry i at the head of list f.
-func (t *liveTable) push(f *freeList, i uint32) {
-	t.entries[i].next.Store(f.head)
-	f.head = i + 1
-	if f.tail == 0 {
-		f.tail = i + 1
-	}
-	f.n++
-}
-
-// pop takes the entry at the head of list f.
-func (t *liveTable) pop(f *freeList) (uint32, bool) {
-	if f.head == 0 {
+// popLocked takes a free entry off the stack.
+func (t *liveTable) popLocked() (uint32, bool) {
+	top := len(t.free) - 1
+	if top < 0 {
 		return 0, false
 	}
-	i := f.head - 1
-	f.head = t.entries[i].next.Load()
-	if f.head == 0 {
-		f.tail = 0
-	}
-	f.n--
+	i := t.free[top]
+	t.free = t.free[:top]
 	return i, true
 }
 
-// splice moves all of src to the front of dst.
-func (t *liveTable) splice(dst, src *freeList) {
-	if src.n == 0 {
-		return
-	}
-	t.entries[src.tail-1].next.Store(dst.head)
-	dst.head = src.head
-	if dst.tail == 0 {
-		dst.tail = src.tail
-	}
-	dst.n += src.n
-	*src = freeList{}
-}
-
-// move moves up to n entries from src to dst.
-func (t *liveTable) move(dst, src *freeList, n uint64) {
-	for ; n > 0; n-- {
-		i, ok := t.pop(src)
-		if !ok {
-			return
-		}
-		t.push(dst, i)
-	}
-}
-
 // mayContain reports whether the key with fingerprint fp may be live. A
-// false answer is exact only if no writer ran concurrently; the caller
-// brackets the call with the stripes' sequence counters. The walk is
+// false answer is exact only if no insert ran concurrently; the caller
+// brackets the call with the ledger's sequence counter. The walk is
 // bounded, since a chain read while it changes may lead anywhere.
 func (t *liveTable) mayContain(fp Fingerprint) bool {
 	next := t.buckets[uint64(fp)&t.mask].Load()
@@ -165,12 +117,11 @@ func (t *liveTable) mayContain(fp Fingerprint) bool {
 	return false
 }
 
-// findLocked returns the entry index holding (tenant, id), or -1. The
-// caller holds the bucket of fp.
+// findLocked returns the entry index holding (tenant, id), or -1.
 func (t *liveTable) findLocked(fp Fingerprint, tenant policy.TenantID, id string) int {
 	for next := t.buckets[uint64(fp)&t.mask].Load(); next != 0; {
 		e := &t.entries[next-1]
-		if e.fingerprint.Load() == uint64(fp) && e.reservation.Tenant == tenant && e.id == id {
+		if e.fingerprint.Load() == uint64(fp) && e.reservation.Tenant == tenant && t.ids[next-1] == id {
 			return int(next - 1)
 		}
 		next = e.next.Load()
@@ -178,16 +129,21 @@ func (t *liveTable) findLocked(fp Fingerprint, tenant policy.TenantID, id string
 	return -1
 }
 
-// insertLocked makes free entry ei the live reservation of (fp, id) and
-// returns its ticket. The caller holds the bucket of fp and took ei off
-// a free list. The entry is complete before the bucket points to it.
-func (t *liveTable) insertLocked(ei uint32, fp Fingerprint, id string, r Reservation) Ticket {
+// insertLocked makes a free entry the live reservation of (fp, id) and
+// returns its ticket. The caller guarantees the key is absent and a free
+// entry exists (the node live limit is checked first and sizes the
+// table). The entry is complete before its bucket points to it.
+func (t *liveTable) insertLocked(fp Fingerprint, id string, r *Reservation) Ticket {
+	ei, ok := t.popLocked()
+	if !ok {
+		panic("atomicledger: Reserve with no free live-table entry")
+	}
 	e := &t.entries[ei]
 	e.generation++
 	e.live = true
 	e.executing = false
-	e.id = id
-	e.reservation = r
+	t.ids[ei] = id
+	e.reservation = *r
 	b := &t.buckets[uint64(fp)&t.mask]
 	e.next.Store(b.Load())
 	e.fingerprint.Store(uint64(fp))
@@ -195,9 +151,21 @@ func (t *liveTable) insertLocked(ei uint32, fp Fingerprint, id string, r Reserva
 	return Ticket{entry: ei, generation: e.generation}
 }
 
-// removeLocked unlinks live entry ei from its chain and clears it; the
-// caller then puts it on a free list. The caller holds its bucket. A
-// lock-free reader already on ei may still follow its old next.
+// entryLocked returns the entry a ticket names if it is still live.
+func (t *liveTable) entryLocked(tk Ticket) *entry {
+	if int(tk.entry) >= len(t.entries) || tk.generation == 0 {
+		return nil
+	}
+	e := &t.entries[tk.entry]
+	if !e.live || e.generation != tk.generation {
+		return nil
+	}
+	return e
+}
+
+// removeLocked unlinks live entry ei from its chain, clears it and puts
+// it on the free list. A lock-free reader already on ei may still follow
+// its old next.
 func (t *liveTable) removeLocked(ei uint32) {
 	e := &t.entries[ei]
 	b := &t.buckets[e.fingerprint.Load()&t.mask]
@@ -213,6 +181,10 @@ func (t *liveTable) removeLocked(ei uint32) {
 	e.fingerprint.Store(0)
 	e.live = false
 	e.executing = false
-	e.id = ""
+	t.ids[ei] = ""
 	e.reservation = Reservation{}
+	t.free = append(t.free, ei)
 }
+
+// liveCountLocked is the number of live entries.
+func (t *liveTable) liveCountLocked() int { return len(t.entries) - len(t.free) }

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Transactions on different ledger stripes are not serialized, so of a
+// The ledger's mutex serializes a permit's transactions, so of a
 // StartExecution and a Release racing for one queued permit (two owners:
 // a bug in the embedder) exactly one takes it, and the ledger returns to
 // zero once whatever was started is released.
