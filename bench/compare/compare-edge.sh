@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# make compare-edge (docs/latentd.md, "Cost of an invocation"): latentd
+# against the bare handler (edge/bench/barewasm), both running the
+# demonstration guest, in ROUNDS interleaved rounds of
+# `wrk -t2 -cCONNS -dDURATION`, POSTing world to
+# /v1/invoke/acme/hello/greet. latentd runs with
+# edge/latentd/testdata/bench-policy.json (the demonstration policy with
+# CPU threshold 1.0 and acme's live and queued limits at 64), the
+# demonstration tokens and no access log. Every answer must be 2xx: a
+# round with non-2xx answers or socket errors fails the run. Prints each
+# round's requests/s, the load average before it, the medians and the
+# ratio latentd / bare.
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-5s}
+CONNS=${CONNS:-32}
+THREADS=${THREADS:-2}
+LATENTD_PORT=${LATENTD_PORT:-18480}
+BARE_PORT=${BARE_PORT:-18481}
+GO=${GO:-go}
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+command -v wrk >/dev/null || { echo "compare-edge: wrk is not installed (apt-get install -y wrk)" >&2; exit 2; }
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+(cd "$root" && $GO build -o "$work/latentd" ./cmd/latentd)
+(cd "$root/edge" && $GO build -o "$work/barewasm" ./bench/barewasm)
+
+"$work/latentd" -policy "$root/edge/latentd/testdata/bench-policy.json" \
+	-tokens "$root/edge/latentd/demo/tokens.json" -access-log=false \
+	-listen "127.0.0.1:$LATENTD_PORT" >"$work/latentd.log" 2>&1 &
+pids+=($!)
+"$work/barewasm" -listen "127.0.0.1:$BARE_PORT" 2>"$work/barewasm.log" &
+pids+=($!)
+
+path=/v1/invoke/acme/hello/greet
+ready() { # name port
+	for _ in $(seq 200); do
+		if [ "$(curl -sS -o /dev/null -w '%{http_code}' -X POST -H 'Authorization: Bearer latent-demo-alice' \
+			--data-binary world "http://127.0.0.1:$2$path" 2>/dev/null)" = 200 ]; then return 0; fi
+		sleep 0.1
+	done
+	echo "compare-edge: $1 did not answer 200 on 127.0.0.1:$2" >&2
+	cat "$work/$1.log" >&2
+	exit 1
+}
+ready latentd "$LATENTD_PORT"
+ready barewasm "$BARE_PORT"
+echo "hello: $(curl -sS -X POST -H 'Authorization: Bearer latent-demo-alice' --data-binary world "http://127.0.0.1:$LATENTD_PORT$path") (latentd)," \
+	"$(curl -sS -X POST --data-binary world "http://127.0.0.1:$BARE_PORT$path") (bare)"
+
+# one NAME PORT: one wrk run; prints its requests/s, fails on any answer
+# that is not 2xx and on socket errors.
+one() {
+	local out rps
+	out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s "$root/bench/compare/invoke.lua" "http://127.0.0.1:$2$path")
+	if grep -q 'Non-2xx' <<<"$out" || grep -q 'Socket errors' <<<"$out"; then
+		echo "compare-edge: $1 answered something other than 2xx, or a socket failed:" >&2
+		echo "$out" >&2
+		exit 1
+	fi
+	rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+	local reqs
+	reqs=$(awk '/requests in/ {print $1}' <<<"$out")
+	echo "$rps $reqs"
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+echo "wrk -t$THREADS -c$CONNS -d$DURATION, $ROUNDS interleaved rounds, POST world to $path; $(nproc) CPUs"
+lat=() bare=()
+for r in $(seq "$ROUNDS"); do
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+	res=$(one barewasm "$BARE_PORT")
+	read -r b breqs <<<"$res"
+	bare+=("$b")
+	load2=$(cut -d' ' -f1-3 /proc/loadavg)
+	res=$(one latentd "$LATENTD_PORT")
+	read -r l lreqs <<<"$res"
+	lat+=("$l")
+	printf 'round %d: bare %9.1f req/s (%s requests, all 2xx; load %s)  latentd %9.1f req/s (%s requests, all 2xx; load %s)\n' \
+		"$r" "$b" "$breqs" "$load" "$l" "$lreqs" "$load2"
+done
+mb=$(printf '%s\n' "${bare[@]}" | median)
+ml=$(printf '%s\n' "${lat[@]}" | median)
+printf 'median: bare %.1f req/s, latentd %.1f req/s, ratio latentd/bare %.3f; load after %s\n' \
+	"$mb" "$ml" "$(awk -v l="$ml" -v b="$mb" 'BEGIN {print l/b}')" "$(cut -d' ' -f1-3 /proc/loadavg)"
