@@ -201,10 +201,12 @@ soak-http:
 
 # The cost of an invocation (docs/latentd.md): bench-invoke runs the
 # loopback invocation benchmark (a real latentd, the demonstration guest,
-# allocs/op); compare-edge runs wrk against latentd and against the bare
+# allocs/op), and the bare handler's (edge/bench/barewasm) under the
+# same client; compare-edge runs wrk against latentd and against the bare
 # wazero handler (edge/bench/barewasm) in interleaved rounds and prints
 # the ratio of their median requests/s (needs wrk).
 bench-invoke:
+	cd edge && $(GO) test -run='^$$' -bench='^BenchmarkBareLoopback$$' -benchmem -benchtime=2s -count=$(INVOKECOUNT) ./bench/barewasm
 	cd edge && $(GO) test -run='^$$' -bench='^BenchmarkInvokeLoopback$$' -benchmem -benchtime=2s -count=$(INVOKECOUNT) ./latentd
 
 INVOKECOUNT ?= 3
