@@ -282,8 +282,10 @@ func (b *Backend) execute(ctx context.Context, m *module, g *runner.Guest) (exit
 
 // exit turns how _start ended into the runner's exit kind.
 func (b *Backend) exit(runCtx context.Context, err error, memory *meteredMemory, out *boundedOutput) runner.Exit {
-	var exitErr *sys.ExitError
-	isExit := errors.As(err, &exitErr)
+	exitErr, isExit := err.(*sys.ExitError) // as wazero returns it
+	if !isExit && err != nil {
+		isExit = errors.As(err, &exitErr)
+	}
 	switch {
 	case err == nil || (isExit && exitErr.ExitCode() == 0):
 		if out.overflow {

@@ -28,27 +28,32 @@ type memoryPool struct {
 }
 
 // get is a zero-length array, all zero, of capacity at least want, or nil
-// when none is kept; a kept array that is too short is dropped.
-func (p *memoryPool) get(want uint64) []byte {
-	kept, _ := p.pool.Get().(*[]byte)
-	if kept == nil || uint64(cap(*kept)) < want {
-		return nil
+// when none is kept; a kept array that is too short is dropped. box is
+// what held it in the pool, for put to hold the next one in.
+func (p *memoryPool) get(want uint64) (buffer []byte, box *[]byte) {
+	box, _ = p.pool.Get().(*[]byte)
+	if box == nil || uint64(cap(*box)) < want {
+		return nil, box
 	}
 	p.reused.Add(1)
-	return (*kept)[:0]
+	buffer, *box = (*box)[:0], nil
+	return buffer, box
 }
 
 // put keeps buffer, a guest memory whose instance has closed, clearing
 // every byte the guest could have reached: its length, which only ever
 // grew. The bytes past it were never handed out since the array was last
-// zero, so the whole array is zero again.
-func (p *memoryPool) put(buffer []byte) {
+// zero, so the whole array is zero again. box, when not nil, holds it.
+func (p *memoryPool) put(buffer []byte, box *[]byte) {
 	if cap(buffer) == 0 || cap(buffer) > RetainedMemoryBytes {
 		return
 	}
 	clear(buffer)
-	buffer = buffer[:0]
-	p.pool.Put(&buffer)
+	if box == nil {
+		box = new([]byte)
+	}
+	*box = buffer[:0]
+	p.pool.Put(box)
 }
 
 // meteredMemory backs one instance's linear memory and charges its growth
@@ -62,8 +67,9 @@ type meteredMemory struct {
 	max     uint64      // the most the module's memory type allows
 	charged uint64      // bytes charged to the meter
 	buffer  []byte
-	refused bool // a growth was refused
-	freed   bool // the instance closed and gave the memory back
+	box     *[]byte // what held a kept array in the pool, for recycle
+	refused bool    // a growth was refused
+	freed   bool    // the instance closed and gave the memory back
 }
 
 // reset readies m for one instance whose initial memory, charged
@@ -80,7 +86,7 @@ func (m *meteredMemory) reset(meter *runner.Meter, pool *memoryPool, charged uin
 func (m *meteredMemory) Allocate(capacity, max uint64) experimental.LinearMemory {
 	m.max = max
 	want := min(capacity, m.charged)
-	if m.buffer = m.pool.get(want); m.buffer == nil {
+	if m.buffer, m.box = m.pool.get(want); m.buffer == nil {
 		m.buffer = make([]byte, 0, want)
 	}
 	return m
@@ -129,9 +135,9 @@ func (m *meteredMemory) Free() {
 // returned, so no guest can reach it any more. An array whose instance
 // did not give it back is left to the collector.
 func (m *meteredMemory) recycle() {
-	buffer := m.buffer
-	m.buffer = nil
+	buffer, box := m.buffer, m.box
+	m.buffer, m.box = nil, nil
 	if m.freed {
-		m.pool.put(buffer)
+		m.pool.put(buffer, box)
 	}
 }
