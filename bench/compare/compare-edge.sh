@@ -8,8 +8,11 @@
 # CPU threshold 1.0 and acme's live and queued limits at 64), the
 # demonstration tokens and no access log. Every answer must be 2xx: a
 # round with non-2xx answers or socket errors fails the run. Prints each
-# round's requests/s, the load average before it, the medians and the
-# ratio latentd / bare.
+# round's requests/s, the load average before it and the round's ratio
+# latentd / bare, then the medians, their ratio and the median of the
+# rounds' ratios. PROFILE=FILE also writes a CPU profile of latentd
+# (/debug/pprof/profile, as the demonstration administrator) taken during
+# the last latentd round, and prints its top functions.
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -76,20 +79,33 @@ one() {
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 echo "wrk -t$THREADS -c$CONNS -d$DURATION, $ROUNDS interleaved rounds, POST world to $path; $(nproc) CPUs"
-lat=() bare=()
+lat=() bare=() ratios=()
 for r in $(seq "$ROUNDS"); do
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	res=$(one barewasm "$BARE_PORT")
 	read -r b breqs <<<"$res"
 	bare+=("$b")
 	load2=$(cut -d' ' -f1-3 /proc/loadavg)
+	profiler=
+	if [ -n "${PROFILE:-}" ] && [ "$r" = "$ROUNDS" ]; then
+		curl -sS -H 'Authorization: Bearer latent-demo-admin' -o "$PROFILE" \
+			"http://127.0.0.1:$LATENTD_PORT/debug/pprof/profile?seconds=${DURATION%s}" &
+		profiler=$!
+	fi
 	res=$(one latentd "$LATENTD_PORT")
 	read -r l lreqs <<<"$res"
+	if [ -n "$profiler" ]; then wait "$profiler"; fi
 	lat+=("$l")
-	printf 'round %d: bare %9.1f req/s (%s requests, all 2xx; load %s)  latentd %9.1f req/s (%s requests, all 2xx; load %s)\n' \
-		"$r" "$b" "$breqs" "$load" "$l" "$lreqs" "$load2"
+	ratio=$(awk -v l="$l" -v b="$b" 'BEGIN {printf "%.3f", l/b}')
+	ratios+=("$ratio")
+	printf 'round %d: bare %9.1f req/s (%s requests, all 2xx; load %s)  latentd %9.1f req/s (%s requests, all 2xx; load %s)  ratio %s\n' \
+		"$r" "$b" "$breqs" "$load" "$l" "$lreqs" "$load2" "$ratio"
 done
 mb=$(printf '%s\n' "${bare[@]}" | median)
 ml=$(printf '%s\n' "${lat[@]}" | median)
-printf 'median: bare %.1f req/s, latentd %.1f req/s, ratio latentd/bare %.3f; load after %s\n' \
-	"$mb" "$ml" "$(awk -v l="$ml" -v b="$mb" 'BEGIN {print l/b}')" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'median: bare %.1f req/s, latentd %.1f req/s, ratio of the medians latentd/bare %.3f (median of the rounds'"'"' ratios %s); load after %s\n' \
+	"$mb" "$ml" "$(awk -v l="$ml" -v b="$mb" 'BEGIN {print l/b}')" "$(printf '%s\n' "${ratios[@]}" | median)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "${PROFILE:-}" ]; then
+	echo "CPU profile of latentd during round $ROUNDS: $PROFILE"
+	(cd "$root/edge" && $GO tool pprof -top -nodecount 25 "$PROFILE" 2>/dev/null | sed -n '1,35p')
+fi
