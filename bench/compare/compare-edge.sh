@@ -12,7 +12,11 @@
 # latentd / bare, then the medians, their ratio and the median of the
 # rounds' ratios. PROFILE=FILE also writes a CPU profile of latentd
 # (/debug/pprof/profile, as the demonstration administrator) taken during
-# the last latentd round, and prints its top functions.
+# the last latentd round, and prints its top functions. BEFORE=DIR also
+# runs, in each round after the other two, a latentd built from the
+# source tree DIR (another revision of this repository, say `git archive
+# REV | tar -x -C DIR`) with the same flags, and prints its ratio to the
+# bare handler beside this one's.
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -35,12 +39,22 @@ cleanup() {
 trap cleanup EXIT
 
 (cd "$root" && $GO build -o "$work/latentd" ./cmd/latentd)
+BEFORE_PORT=${BEFORE_PORT:-18482}
+if [ -n "${BEFORE:-}" ]; then
+	(cd "$BEFORE" && $GO build -o "$work/before" ./cmd/latentd)
+fi
 (cd "$root/edge" && $GO build -o "$work/barewasm" ./bench/barewasm)
 
 "$work/latentd" -policy "$root/edge/latentd/testdata/bench-policy.json" \
 	-tokens "$root/edge/latentd/demo/tokens.json" -access-log=false \
 	-listen "127.0.0.1:$LATENTD_PORT" >"$work/latentd.log" 2>&1 &
 pids+=($!)
+if [ -n "${BEFORE:-}" ]; then
+	"$work/before" -policy "$root/edge/latentd/testdata/bench-policy.json" \
+		-tokens "$root/edge/latentd/demo/tokens.json" -access-log=false \
+		-listen "127.0.0.1:$BEFORE_PORT" >"$work/before.log" 2>&1 &
+	pids+=($!)
+fi
 "$work/barewasm" -listen "127.0.0.1:$BARE_PORT" 2>"$work/barewasm.log" &
 pids+=($!)
 
@@ -57,6 +71,7 @@ ready() { # name port
 }
 ready latentd "$LATENTD_PORT"
 ready barewasm "$BARE_PORT"
+if [ -n "${BEFORE:-}" ]; then ready before "$BEFORE_PORT"; fi
 echo "hello: $(curl -sS -X POST -H 'Authorization: Bearer latent-demo-alice' --data-binary world "http://127.0.0.1:$LATENTD_PORT$path") (latentd)," \
 	"$(curl -sS -X POST --data-binary world "http://127.0.0.1:$BARE_PORT$path") (bare)"
 
@@ -79,7 +94,7 @@ one() {
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 echo "wrk -t$THREADS -c$CONNS -d$DURATION, $ROUNDS interleaved rounds, POST world to $path; $(nproc) CPUs"
-lat=() bare=() ratios=()
+lat=() bare=() ratios=() before=() bratios=()
 for r in $(seq "$ROUNDS"); do
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	res=$(one barewasm "$BARE_PORT")
@@ -100,11 +115,26 @@ for r in $(seq "$ROUNDS"); do
 	ratios+=("$ratio")
 	printf 'round %d: bare %9.1f req/s (%s requests, all 2xx; load %s)  latentd %9.1f req/s (%s requests, all 2xx; load %s)  ratio %s\n' \
 		"$r" "$b" "$breqs" "$load" "$l" "$lreqs" "$load2" "$ratio"
+	if [ -n "${BEFORE:-}" ]; then
+		load3=$(cut -d' ' -f1-3 /proc/loadavg)
+		res=$(one before "$BEFORE_PORT")
+		read -r o oreqs <<<"$res"
+		before+=("$o")
+		bratio=$(awk -v l="$o" -v b="$b" 'BEGIN {printf "%.3f", l/b}')
+		bratios+=("$bratio")
+		printf '         latentd built from %s %9.1f req/s (%s requests, all 2xx; load %s)  ratio %s\n' \
+			"$BEFORE" "$o" "$oreqs" "$load3" "$bratio"
+	fi
 done
 mb=$(printf '%s\n' "${bare[@]}" | median)
 ml=$(printf '%s\n' "${lat[@]}" | median)
 printf 'median: bare %.1f req/s, latentd %.1f req/s, ratio of the medians latentd/bare %.3f (median of the rounds'"'"' ratios %s); load after %s\n' \
 	"$mb" "$ml" "$(awk -v l="$ml" -v b="$mb" 'BEGIN {print l/b}')" "$(printf '%s\n' "${ratios[@]}" | median)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "${BEFORE:-}" ]; then
+	mo=$(printf '%s\n' "${before[@]}" | median)
+	printf 'median: latentd built from %s %.1f req/s, ratio of the medians to bare %.3f (median of the rounds'"'"' ratios %s)\n' \
+		"$BEFORE" "$mo" "$(awk -v l="$mo" -v b="$mb" 'BEGIN {print l/b}')" "$(printf '%s\n' "${bratios[@]}" | median)"
+fi
 if [ -n "${PROFILE:-}" ]; then
 	echo "CPU profile of latentd during round $ROUNDS: $PROFILE"
 	(cd "$root/edge" && $GO tool pprof -top -nodecount 25 "$PROFILE" 2>/dev/null | sed -n '1,35p')
