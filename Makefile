@@ -25,7 +25,7 @@ FUZZ_TARGETS = ./policy:FuzzDecodePolicy ./policy:FuzzValidIdentifier \
 EDGE_MODULES = edge cmd/latentd cmd/stress
 TIDY_MODULES = . edge cmd/latentd cmd/stress testdata/consumer
 
-.PHONY: test race bench bench-edge compare scaling profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check mutants ci guests node soak-http
+.PHONY: test race bench bench-edge bench-invoke compare compare-edge scaling profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check mutants ci guests node soak-http
 
 # go test's default -timeout (10 minutes per test binary) assumes an idle
 # machine: under -race beside the other packages' tests on a loaded
@@ -209,3 +209,18 @@ node:
 # make stress STRESS_FLAGS=-http runs too).
 soak-http:
 	$(GO) run ./cmd/latentd soak $(SOAK_FLAGS)
+
+# The cost of an invocation (docs/latentd.md): bench-invoke runs the
+# loopback invocation benchmark (a real latentd, the demonstration guest,
+# allocs/op), and the bare handler's (edge/bench/barewasm) under the
+# same client; compare-edge runs wrk against latentd and against the bare
+# wazero handler (edge/bench/barewasm) in interleaved rounds and prints
+# the ratio of their median requests/s (needs wrk).
+bench-invoke:
+	cd edge && $(GO) test -run='^$$' -bench='^BenchmarkBareLoopback$$' -benchmem -benchtime=2s -count=$(INVOKECOUNT) ./bench/barewasm
+	cd edge && $(GO) test -run='^$$' -bench='^BenchmarkInvokeLoopback$$' -benchmem -benchtime=2s -count=$(INVOKECOUNT) ./latentd
+
+INVOKECOUNT ?= 3
+
+compare-edge:
+	bench/compare/compare-edge.sh

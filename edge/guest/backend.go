@@ -1,15 +1,10 @@
 package guest
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
-	"io"
-	"math"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -89,6 +84,12 @@ type Backend struct {
 	// hold. Guarded by mu.
 	held   map[holdKey]*heldRelease
 	closed bool // guarded by mu
+
+	// runs keeps the run states of instances that closed cleanly, for
+	// the next activations (run.go); memories keeps their linear
+	// memories' arrays, cleared (memory.go).
+	runs     sync.Pool
+	memories memoryPool
 }
 
 type cachedModule struct {
@@ -232,34 +233,32 @@ func (b *Backend) execute(ctx context.Context, m *module, g *runner.Guest) (exit
 		// The module's initial memory alone is over the grant.
 		return interrupted, true
 	}
-	memory := newMeteredMemory(g.Meter, m.minMemory)
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	out := &boundedOutput{limit: b.maxOutput, cancel: cancel}
-	cfg := wazero.NewModuleConfig().
-		WithName("").
-		WithStartFunctions().
-		WithStdin(bytes.NewReader(g.Input)).
-		WithStdout(out).
-		WithStderr(io.Discard).
-		WithSysWalltime().
-		WithSysNanotime().
-		WithNanosleep(sleepUntil(runCtx)).
-		WithRandSource(rand.Reader)
+	rs := b.takeRun()
+	rs.begin(runCtx, cancel, g, b.maxOutput, &b.memories, m.minMemory)
+	defer func() {
+		// Only a run state whose instance closed cleanly is used again:
+		// nothing of that instance can reach it any more.
+		if clean && !b.closing.Load() {
+			rs.end()
+			b.runs.Put(rs)
+		}
+	}()
 	// Instantiating is part of the activation: its time burns the fuel,
 	// and wazero, which does not interrupt an instantiation, is not asked
 	// to run _start once the run's context has ended (the module limits
 	// keep an instantiation to milliseconds: see InstanceCeilingBytes).
-	fuel := startFuel(g.Meter, b.fuelRate, cancel)
-	inst, err := b.runtime.InstantiateModule(experimental.WithMemoryAllocator(runCtx, memory), m.compiled, cfg)
+	rs.fuel.begin(g.Meter, b.fuelRate, cancel)
+	inst, err := b.runtime.InstantiateModule(experimental.WithMemoryAllocator(runCtx, &rs.memory), m.compiled, rs.config)
 	if err == nil && runCtx.Err() != nil {
-		fuel.stop()
+		rs.fuel.stop()
 		return interrupted, inst.Close(context.WithoutCancel(ctx)) == nil
 	}
 	if err != nil {
-		fuel.stop()
+		rs.fuel.stop()
 		switch {
-		case memory.refused || runCtx.Err() != nil:
+		case rs.memory.refused || runCtx.Err() != nil:
 			return interrupted, true
 		case b.closing.Load():
 			return runner.Exit{Kind: runner.ExitPlatformFailure}, true
@@ -270,7 +269,7 @@ func (b *Backend) execute(ctx context.Context, m *module, g *runner.Guest) (exit
 		return runner.Exit{Kind: runner.ExitTrapped}, true
 	}
 	_, err = inst.ExportedFunction("_start").Call(runCtx)
-	fuel.stop()
+	rs.fuel.stop()
 	// Closing frees the memory, which hands it back to the meter.
 	clean = inst.Close(context.WithoutCancel(ctx)) == nil
 	if b.closing.Load() {
@@ -278,13 +277,15 @@ func (b *Backend) execute(ctx context.Context, m *module, g *runner.Guest) (exit
 		// cannot be trusted.
 		return runner.Exit{Kind: runner.ExitPlatformFailure}, clean
 	}
-	return b.exit(runCtx, err, memory, out), clean
+	return b.exit(runCtx, err, &rs.memory, &rs.out), clean
 }
 
 // exit turns how _start ended into the runner's exit kind.
 func (b *Backend) exit(runCtx context.Context, err error, memory *meteredMemory, out *boundedOutput) runner.Exit {
-	var exitErr *sys.ExitError
-	isExit := errors.As(err, &exitErr)
+	exitErr, isExit := err.(*sys.ExitError) // as wazero returns it
+	if !isExit && err != nil {
+		isExit = errors.As(err, &exitErr)
+	}
 	switch {
 	case err == nil || (isExit && exitErr.ExitCode() == 0):
 		if out.overflow {
@@ -309,23 +310,6 @@ func (b *Backend) exit(runCtx context.Context, err error, memory *meteredMemory,
 
 func closedByContext(code uint32) bool {
 	return code == sys.ExitCodeContextCanceled || code == sys.ExitCodeDeadlineExceeded
-}
-
-// sleepUntil is the guests' nanosleep: real time, but never past the
-// run's end, so a sleeping guest cannot hold its cell beyond its deadline
-// or fuel.
-func sleepUntil(ctx context.Context) func(ns int64) {
-	return func(ns int64) {
-		if ns <= 0 {
-			return
-		}
-		t := time.NewTimer(time.Duration(min(ns, math.MaxInt64)))
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-	}
 }
 
 // noCopy makes go vet's copylocks check reject copies of the types that

@@ -65,7 +65,12 @@
 //
 // A guest is a WASI command, instantiated fresh for every activation and
 // closed before Run returns, so nothing of one activation survives into
-// the next and Reset has nothing to scrub. Standard input is the request
+// the next and Reset has nothing to scrub. What the backend keeps across
+// activations holds no guest's data: a run's module configuration and
+// fuel clock (run.go), and the arrays of ended guests' linear memories
+// of at most [RetainedMemoryBytes], cleared over every byte a guest could
+// reach before the next guest starts in one (memory.go; see
+// TestAGuestNeverSeesAnotherGuestsMemory). Standard input is the request
 // body; standard output, up to Config.MaxResponseBytes, is the response
 // body; standard error is discarded. The guest sees the real wall and
 // monotonic clocks, crypto/rand, no arguments, no environment, no files

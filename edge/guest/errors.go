@@ -132,9 +132,11 @@ func refusal(format string, args ...any) error {
 // instance.go).
 var (
 	// ErrStackMemory: the machine's memory cannot hold the worst-case call
-	// stacks and instances of as many guests as the cells run at once
-	// (cells times PerCellHostBytes).
-	ErrStackMemory = fmt.Errorf("guest: memory cannot hold a %d-byte call stack and a %d-byte instance for every cell", StackCeilingBytes, InstanceCeilingBytes)
+	// stacks and instances of as many guests as the cells run at once, and
+	// the guest memories kept for the next guests (cells times
+	// PerCellHostBytes).
+	ErrStackMemory = fmt.Errorf("guest: memory cannot hold a %d-byte call stack, a %d-byte instance and a %d-byte kept guest memory for every cell",
+		StackCeilingBytes, InstanceCeilingBytes, RetainedMemoryBytes)
 )
 
 // ArtifactError is an error about one artifact: the digest (and, where a

@@ -17,3 +17,7 @@ func ScanModule(binary []byte) (Shape, error) {
 		MaxLocals: s.maxLocals, TableEntries: s.tableEntries, ElementEntries: s.elementEntries, BlockWork: s.blockWork,
 		VariableWork: s.variableWork, LabelWork: s.labelWork, CustomSections: len(s.customSections)}, err
 }
+
+// MemoriesReused is how many guest memories started in an array an
+// earlier guest's memory left (memoryPool).
+func MemoriesReused(b *Backend) uint64 { return b.memories.reused.Load() }

@@ -29,16 +29,18 @@ import (
 const StackCeilingBytes = 256 << 20
 
 // PerCellHostBytes is the host memory that no grant sees and that one
-// cell's guest can take at worst: its call stack (StackCeilingBytes) and
-// its instance (InstanceCeilingBytes).
-const PerCellHostBytes = StackCeilingBytes + InstanceCeilingBytes
+// cell's guest can take at worst: its call stack (StackCeilingBytes), its
+// instance (InstanceCeilingBytes) and the array of linear memory the
+// backend keeps for the next guest once it ends (RetainedMemoryBytes).
+const PerCellHostBytes = StackCeilingBytes + InstanceCeilingBytes + RetainedMemoryBytes
 
 // CheckCallStacks reports whether available bytes of memory hold the
-// worst-case call stacks and instances of cells guests running at once:
-// cells · PerCellHostBytes ≤ available. latentd calls it at start with
-// the sum of its cell classes' parallelism and [HostMemoryBytes], and
-// refuses to start on ErrStackMemory. The guests' linear memory is not
-// counted here: admission charges it to the grants.
+// worst-case call stacks and instances of cells guests running at once,
+// and the guest memories kept after them: cells · PerCellHostBytes ≤
+// available. latentd calls it at start with the sum of its cell classes'
+// parallelism and [HostMemoryBytes], and refuses to start on
+// ErrStackMemory. The guests' linear memory while they run is not counted
+// here: admission charges it to the grants.
 func CheckCallStacks(cells, available uint64) error {
 	hi, need := bits.Mul64(cells, PerCellHostBytes)
 	if hi != 0 || need > available {

@@ -114,7 +114,7 @@ func TestDeepRecursionOnEveryCellAtOnceLeavesTheNodeServing(t *testing.T) {
 }
 
 func TestCheckCallStacks(t *testing.T) {
-	const ceiling = uint64(guest.StackCeilingBytes + guest.InstanceCeilingBytes)
+	const ceiling = uint64(guest.StackCeilingBytes + guest.InstanceCeilingBytes + guest.RetainedMemoryBytes)
 	for _, c := range []struct {
 		name             string
 		cells, available uint64

@@ -78,8 +78,39 @@ func noteOf(w http.ResponseWriter) *requestNote {
 
 // setOutcome answers the Latent-Outcome header and notes it.
 func setOutcome(w http.ResponseWriter, outcome string) {
-	w.Header().Set(HeaderOutcome, outcome)
+	w.Header()[HeaderOutcome] = headerValue(outcome)
 	noteOf(w).outcome = outcome
+}
+
+// fixedValues are the header values the node answers with most, each a
+// one-element slice made once, so that setting one allocates nothing.
+// net/http copies a handler's header before it writes it and never
+// changes a value in place, and nothing here does either (Header.Set
+// replaces a key's slice, Header.Add appends past its length), so the
+// slices are never written.
+var fixedValues = func() map[string][]string {
+	m := map[string][]string{}
+	for _, v := range []string{"no-store", OutcomeSuccess, OutcomeDeclaredError, OutcomeTrap, OutcomeDeadline, OutcomeFuel,
+		OutcomeMemory, OutcomeCanceled, OutcomePlatformFailure} {
+		m[v] = []string{v}
+	}
+	return m
+}()
+
+// headerValue is a header's value v as the one-element slice of a
+// header map: a fixed one when v is one of fixedValues, else a new one.
+func headerValue(v string) []string {
+	if vs, ok := fixedValues[v]; ok {
+		return vs
+	}
+	return []string{v}
+}
+
+// observed is what observe wraps a request in: the answer's writer and
+// the body's counter, allocated together.
+type observed struct {
+	aw   answerWriter
+	body bodyCounter
 }
 
 // bodyCounter counts the request body's bytes as the handler reads them.
@@ -103,13 +134,13 @@ func (n *Node) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := n.status.now()
 		n.status.maybeSample(start)
-		aw := &answerWriter{ResponseWriter: w}
-		if len(r.Header.Values("Authorization")) != 0 {
+		o := &observed{aw: answerWriter{ResponseWriter: w}, body: bodyCounter{ReadCloser: r.Body}}
+		aw, body := &o.aw, &o.body
+		if len(r.Header["Authorization"]) != 0 {
 			// No cache may keep an answer to a token, whichever handler
 			// gives it (pprof's among them) and whatever it says.
-			aw.Header().Set("Cache-Control", "no-store")
+			aw.Header()["Cache-Control"] = headerValue("no-store")
 		}
-		body := &bodyCounter{ReadCloser: r.Body}
 		r.Body = body
 		next.ServeHTTP(aw, r)
 		end := n.status.now()

@@ -25,7 +25,7 @@ type Config struct {
 
 // Pipeline is the smallest real downstream of admission on one node: a
 // fixed cell pool sized from the policy, a fair scheduler over it and a
-// runner. It owns goroutines (the dispatcher, one per running activation)
+// runner. It owns goroutines (the dispatcher, a worker per cell at most)
 // and must be ended with Drain or Close.
 type Pipeline struct {
 	provider  *core.LocalQuotaProvider

@@ -139,7 +139,7 @@ func (s *Scheduler) servedLocked(class, rank int) {
 }
 
 // start consumes the permit on the leased cell and hands both to the job
-// on a goroutine that owns them until the job is done.
+// on a worker goroutine that owns them until the job is done.
 func (s *Scheduler) start(it *item, lease *cellpool.Lease) {
 	exec, err := it.permit.StartExecution()
 	if err != nil {
@@ -161,7 +161,58 @@ func (s *Scheduler) start(it *item, lease *cellpool.Lease) {
 	}
 	s.stats.started.Inc()
 	s.running.Add(1)
-	go s.execute(it, exec, lease)
+	s.hand(startedItem{it: it, exec: exec, lease: lease})
+}
+
+// startedItem is a started activation on its way to a worker.
+type startedItem struct {
+	it    *item
+	exec  *core.ExecutionPermit
+	lease *cellpool.Lease
+}
+
+// hand gives w to an idle worker, or to a new one while there are fewer
+// workers than cells. With as many workers as cells it waits for one:
+// w holds a cell, so some worker has finished its activation's run and
+// only ends it (the permit's release and Job.End), which never waits on
+// the dispatcher. Once Close has begun the workers leave, and w runs on
+// a goroutine of its own. A worker keeps its goroutine, and the stack the
+// guest grew it to, for the next activation, so a start spawns no
+// goroutine once the workers are there.
+func (s *Scheduler) hand(w startedItem) {
+	select {
+	case s.handoff <- w:
+		return
+	default:
+	}
+	if s.workerCount < s.maxWorkers {
+		s.workerCount++
+		s.workers.Add(1)
+		go s.worker(w)
+		return
+	}
+	select {
+	case s.handoff <- w:
+	case <-s.closing:
+		s.workers.Add(1)
+		go func() {
+			defer s.workers.Done()
+			s.execute(w.it, w.exec, w.lease)
+		}()
+	}
+}
+
+// worker runs started activations, one at a time, until Close.
+func (s *Scheduler) worker(w startedItem) {
+	defer s.workers.Done()
+	for {
+		s.execute(w.it, w.exec, w.lease)
+		select {
+		case w = <-s.handoff:
+		case <-s.closing:
+			return
+		}
+	}
 }
 
 // execute runs the job, then releases the execution permit, its one

@@ -20,7 +20,7 @@
 //     the lease is released, since the cell was never used, and
 //     Job.End is called with the reason.
 //   - Otherwise Job.Run gets the [core.ExecutionPermit] and the lease on a
-//     goroutine of its own. Run ends the lease (release or quarantine)
+//     worker goroutine. Run ends the lease (release or quarantine)
 //     once the guest has stopped and accounting is final; the permit
 //     stays the scheduler's. When Run returns, the scheduler quarantines
 //     a lease still held (its state is unknown), releases the execution
@@ -28,8 +28,8 @@
 //
 // So each permit has one owner at each stage and one release: the
 // admission permit is the scheduler's from Submit until it is refused,
-// dropped or started, the execution permit the scheduler's run goroutine's
-// until Run returns.
+// dropped or started, the execution permit the scheduler's worker's until
+// Run returns.
 //
 // Each activation runs under the submit context bounded by the permit's
 // deadline (context.WithDeadlineCause with [ErrExpired]), so one
@@ -75,6 +75,16 @@
 // Close drops the queue, stops the dispatcher and waits for every Run
 // goroutine and every in-flight cancellation callback, so nothing
 // outlives it; Drain first lets the queue run dry.
+//
+// Started activations run on worker goroutines, at most one per
+// configured cell, each kept for the next activation once its own has
+// ended: a start hands the activation to an idle worker, spawns one
+// while there are fewer workers than cells, and otherwise waits for a
+// worker to finish ending its activation (the started one holds a cell,
+// so some worker has finished its Run). A kept worker keeps the stack
+// the guest grew, so a start neither spawns a goroutine nor grows a new
+// stack. Once Close has begun the idle workers leave, and a start then
+// runs on a goroutine of its own.
 //
 // # Observed queue delay
 //

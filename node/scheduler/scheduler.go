@@ -25,8 +25,9 @@ const DefaultStarvationBound = 8
 // most once, then End exactly once; the scheduler alone releases the
 // permit, so a job never does.
 type Job interface {
-	// Run executes the activation on the leased cell, on a goroutine of its
-	// own that the scheduler waits for at Close. exec is the scheduler's:
+	// Run executes the activation on the leased cell, on one of the
+	// scheduler's worker goroutines (one activation at a time each), which
+	// the scheduler waits for at Close. exec is the scheduler's:
 	// Run reads the grant and must not release it. The lease is Run's to
 	// end (release or quarantine) once the guest has stopped and
 	// accounting is final. ctx is the submit context bounded by the
@@ -77,8 +78,9 @@ type stats struct {
 // and dispatches them onto cells of a [cellpool.FixedCellPool]: higher
 // priority queue classes first, with a starvation bound for lower ones,
 // and deficit round robin across tenants within a class. One dispatcher
-// goroutine allocates cells; each started activation runs on a goroutine
-// of its own. Close stops and waits for all of them.
+// goroutine allocates cells; each started activation runs on a worker
+// goroutine, at most one worker per cell, each kept for the next
+// activation. Close stops and waits for all of them.
 //
 // Fields up to mu never change after New; mu guards the fields after it.
 // Lock order: mu, then the pool's mutex. The ledger mutex (inside permit
@@ -106,8 +108,15 @@ type Scheduler struct {
 	stats      stats
 
 	dispatcher sync.WaitGroup // the dispatch loop
-	running    sync.WaitGroup // Job.Run goroutines
+	running    sync.WaitGroup // started activations whose Job.End has not returned
 	watchers   sync.WaitGroup // registered queued-cancellation callbacks
+	workers    sync.WaitGroup // worker goroutines
+	// handoff takes a started activation to an idle worker; maxWorkers
+	// (the pool's cells) bounds the workers, workerCount counts them. The
+	// dispatcher alone reads and writes workerCount.
+	handoff     chan startedItem
+	maxWorkers  int
+	workerCount int
 
 	mu        sync.Mutex
 	idle      sync.Cond                          // L is &mu; broadcast when queued+executing reaches zero
@@ -152,6 +161,7 @@ func New(c *policy.Compiled, pool *cellpool.FixedCellPool, opts Options) (*Sched
 		starvation: opts.StarvationBound,
 		kick:       make(chan struct{}, 1),
 		closing:    make(chan struct{}),
+		handoff:    make(chan startedItem),
 		accepting:  true,
 		queued:     make([]int, len(classes)),
 		stats: stats{xsync.NewCounter(), xsync.NewCounter(), xsync.NewCounter(), xsync.NewCounter(),
@@ -186,7 +196,9 @@ func New(c *policy.Compiled, pool *cellpool.FixedCellPool, opts Options) (*Sched
 		}
 	}
 	for class := range policy.NumCellClasses {
-		s.pooled[class] = pool.Stats(policy.CellClass(class)).Configured > 0
+		configured := pool.Stats(policy.CellClass(class)).Configured
+		s.pooled[class] = configured > 0
+		s.maxWorkers += int(min(configured, uint64(maxInt)-uint64(s.maxWorkers)))
 		s.queues[class] = make([]fairQueue, len(classes))
 		s.skipped[class] = make([]int, len(classes))
 	}
@@ -442,6 +454,7 @@ func (s *Scheduler) Close() {
 	s.dispatcher.Wait()
 	s.running.Wait()
 	s.watchers.Wait()
+	s.workers.Wait()
 }
 
 // finished is called when a taken item's execution is over, whether it
