@@ -209,6 +209,27 @@ func (l *Ledger) PreCheck(fp Fingerprint, r *Reservation) (s Shortfall, exact bo
 	return s, true, Room{}
 }
 
+// TenantLiveSince reads the live count of r's tenant for a caller that
+// judges one more limit of that tenant lock-free, after [Ledger.PreCheck]
+// found r fitting with room (a fleet slice: core checks it after the
+// tenant scope). ok is true only when the key (fingerprint fp) was absent
+// and no Reserve had run since the pre-check's room was taken, so that at
+// the instant of the read every scope PreCheck read still had at least
+// the room it saw, the key was not live, and the tenant held live: a
+// rejection judged on live is the one a transaction would have given
+// then. With the zero Room, or a fingerprint that may be live, ok is
+// false and a transaction must decide.
+func (l *Ledger) TenantLiveSince(room Room, fp Fingerprint, r *Reservation) (live uint64, ok bool) {
+	if room.seq == 0 || l.table.mayContain(fp) {
+		return 0, false
+	}
+	live = l.tenant[r.Tenant].live()
+	if l.seq.Load()|1<<63 != room.seq {
+		return 0, false
+	}
+	return live, true
+}
+
 // lacks reports whether r still lacks room at s's scope and dimension.
 func (l *Ledger) lacks(r *Reservation, s Shortfall) bool {
 	var c *counters
@@ -340,6 +361,10 @@ func scopeShortfall(scope Scope, c *counters, r *Reservation) (Shortfall, bool) 
 func fits(used, need, limit uint64) bool {
 	return need <= limit && used <= limit-need
 }
+
+// TenantLive is tenant id's live reservations (queued plus executing):
+// with the mutex held, exact.
+func (tx Tx) TenantLive(id policy.TenantID) uint64 { return tx.held().tenant[id].live() }
 
 // CellBacklog is the number of live reservations (queued plus
 // executing) of cell class c.
