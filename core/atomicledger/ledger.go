@@ -396,12 +396,13 @@ func add(c *counters, r *Reservation) {
 	c.memory.Add(r.MemoryBytes)
 }
 
-// sub returns a reservation: its live slot, queued (the packed queued
-// slots it still holds: one, or none once started), fuel and memory.
+// sub returns a reservation: its memory, fuel, then its live slot and
+// queued (the packed queued slots it still holds: one, or none once
+// started): the reverse of the checking order (see Release).
 func sub(c *counters, r *Reservation, queued uint64) {
-	c.slots.Add(-(oneLive + queued))
-	c.fuel.Add(-r.CPUFuel)
 	c.memory.Add(-r.MemoryBytes)
+	c.fuel.Add(-r.CPUFuel)
+	c.slots.Add(-(oneLive + queued))
 }
 
 // Start moves a queued reservation to executing: it returns the queued
@@ -415,10 +416,11 @@ func (tx Tx) Start(tk Ticket) bool {
 	}
 	e.executing = true
 	r := &e.reservation
-	l.node.slots.Add(^oneQueued + 1)
-	l.tenant[r.Tenant].slots.Add(^oneQueued + 1)
-	l.trust[r.TrustClass].slots.Add(^oneQueued + 1)
+	// In the reverse of the checking order, as Release does.
 	l.queue[r.QueueClass].slots.Add(^oneQueued + 1)
+	l.trust[r.TrustClass].slots.Add(^oneQueued + 1)
+	l.tenant[r.Tenant].slots.Add(^oneQueued + 1)
+	l.node.slots.Add(^oneQueued + 1)
 	return true
 }
 
@@ -436,12 +438,22 @@ func (tx Tx) Release(tk Ticket) bool {
 	if e.executing {
 		queued = 0
 	}
-	sub(&l.node, &r, queued)
-	sub(&l.tenant[r.Tenant], &r, queued)
-	sub(&l.trust[r.TrustClass], &r, queued)
+	// Capacity comes back in the reverse of the checking order (queue
+	// class, trust class, tenant, node; within a scope memory, fuel, then
+	// the slots), so that a lock-free pre-check, which reads in checking
+	// order, that finds a dimension still lacking room while this runs
+	// finds every dimension before it as it was before this release
+	// began: its answer is the one the ledger gave before the release,
+	// not one of a state half-way through it. (Released in checking
+	// order, a pre-check could see a tenant's slot returned and its trust
+	// class's not yet, and answer the trust class where no whole state
+	// would: the fleet's porcupine check caught it.)
 	if queued != 0 {
 		l.queue[r.QueueClass].slots.Add(-queued)
 	}
+	sub(&l.trust[r.TrustClass], &r, queued)
+	sub(&l.tenant[r.Tenant], &r, queued)
+	sub(&l.node, &r, queued)
 	l.cell[r.CellClass].slots.Add(^oneLive + 1)
 	l.table.removeLocked(tk.entry)
 	return true
