@@ -91,6 +91,9 @@ func fleetVerdict(r fleetReading, now int64, live uint64) *rejection {
 	return nil
 }
 
+// Every write to an entry (a publish, a refused publish of a marked
+// tenant, a withdrawal) moves its latch by two, so seq/2 counts them.
+
 // PublishFleetSlice makes slice this node's share of tenant's fleet-wide
 // limit on live activations, valid until validUntil: from then on (and
 // at validUntil itself) the tenant is refused with fleet-unavailable
@@ -233,7 +236,7 @@ func (c *AdmissionController) checkFleetLocked(tx atomicledger.Tx, d *decision, 
 		now = addSaturating(int64(first.Sub(pr.fleetEpoch)), elapsed)
 	}
 	if rec := d.rec; rec != nil {
-		rec.Fleet = FleetReading{Read: true, Published: reading.slice != 0,
+		rec.Fleet = FleetReading{Read: true, Published: reading.slice != 0, Writes: reading.seq / 2,
 			Remaining: time.Duration(subSaturating(reading.until, now))}
 		if reading.slice != 0 {
 			rec.Fleet.Slice = int64(reading.slice - 1)
@@ -253,4 +256,12 @@ type FleetReading struct {
 	// Remaining is the slice's deadline minus the commit's reading: the
 	// slice was usable when it is positive.
 	Remaining time.Duration
+	// Writes is how many writes the tenant's entry had had when it was
+	// read, the one judged being the last (0: none): every
+	// PublishFleetSlice of the tenant (a refused one included, since it
+	// withdraws) and every WithdrawFleetSlice. A
+	// recorder that numbers its fleet lines per tenant the same way lets
+	// a replay find the very slice a decision judged, as load samples
+	// are found by their sequence.
+	Writes uint64
 }

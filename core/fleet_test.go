@@ -373,10 +373,12 @@ func TestFleetRecordedCommitRecordsTheSlice(t *testing.T) {
 	_, err := f.ctl.AdmitRecorded(request("a"), &rec)
 	wantFleetUnavailable(t, err)
 	assert.Equal(t, FleetReading{Read: true, Remaining: rec.Fleet.Remaining}, rec.Fleet)
+	f.publishSlice(t, 3, 1000)
+	assert.Equal(t, ErrFleetSliceRejected, f.provider.PublishFleetSlice("acme", -1, at(1000)))
 	f.publishSlice(t, 2, 1000)
 	p, err := f.ctl.AdmitRecorded(request("a"), &rec)
 	require.NoError(t, err)
-	assert.Equal(t, FleetReading{Read: true, Published: true, Slice: 2, Remaining: time.Second}, rec.Fleet)
+	assert.Equal(t, FleetReading{Read: true, Published: true, Slice: 2, Remaining: time.Second, Writes: 3}, rec.Fleet)
 	p.Release()
 	// A tenant that is not fleet-limited reads none.
 	g, _ := newRecordingFixture(t, nil)
