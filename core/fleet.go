@@ -30,7 +30,11 @@ import (
 type fleetEntry struct {
 	seq   atomic.Uint64 // readers use copy seq&1; it moves twice per publish
 	pairs [2]fleetPair
-	_     [cacheLineBytes - 40]byte
+	// refused is the first of the tenant's refusal counters in
+	// LocalQuotaProvider.fleetRefused (metricStripes of them); only a
+	// fleet-limited tenant's entry has them.
+	refused int
+	_       [cacheLineBytes - 48]byte
 }
 
 // fleetPair is one copy: the slice plus one (0: no slice) and the
@@ -159,6 +163,35 @@ func (p *LocalQuotaProvider) FleetSlice(tenant string) (slice int64, validUntil 
 	return int64(r.slice - 1), p.fleetEpoch.Add(time.Duration(r.until)), true, true
 }
 
+// FleetRefused is how many of tenant's requests admission has refused
+// for a full slice so far (resource-exhausted / fleet / live-activations;
+// a missing or expired slice is not counted), a count that only grows:
+// what a broker reads, beside the tenant's live count
+// ([LocalQuotaProvider.TenantSnapshot]), to state this node's wants. ok
+// is false for a tenant that is not fleet-limited.
+func (p *LocalQuotaProvider) FleetRefused(tenant string) (refused uint64, ok bool) {
+	id, ok := p.fleetTenant(tenant)
+	if !ok {
+		return 0, false
+	}
+	first := p.fleet[id].refused
+	var n int64
+	for i := first; i < first+metricStripes; i++ {
+		n += p.fleetRefused[i].n.Load()
+	}
+	return uint64(n), true
+}
+
+// countFleetRefusal counts err against the tenant when it is a full
+// slice, on the stripe the activation ID picks (as the operator counters
+// do), and returns err.
+func (p *LocalQuotaProvider) countFleetRefusal(tenant policy.TenantID, id string, err *rejection) *rejection {
+	if err == errFleetFull {
+		p.fleetRefused[p.fleet[tenant].refused+stripeOf(id)].n.Add(1)
+	}
+	return err
+}
+
 // fleetTenant is the ID of a configured, fleet-limited tenant.
 func (p *LocalQuotaProvider) fleetTenant(name string) (policy.TenantID, bool) {
 	id, ok := p.policy.TenantID(name)
@@ -206,7 +239,7 @@ func subSaturating(a, b int64) int64 {
 // and the moment the tenant's live count was read, so at that instant
 // every earlier check passed and the slice's answer held. Otherwise it
 // defers to the transaction.
-func (c *AdmissionController) preCheckFleet(d *decision) *rejection {
+func (c *AdmissionController) preCheckFleet(req *AdmissionRequest, d *decision) *rejection {
 	pr := c.provider
 	r := &d.reservation
 	e := &pr.fleet[r.Tenant]
@@ -219,14 +252,14 @@ func (c *AdmissionController) preCheckFleet(d *decision) *rejection {
 	if !ok || !e.unchanged(reading) {
 		return nil
 	}
-	return fleetVerdict(reading, now, live)
+	return pr.countFleetRefusal(r.Tenant, req.ActivationID, fleetVerdict(reading, now, live))
 }
 
 // checkFleetLocked is the fleet check of step 13, in the commit's
 // transaction, at now = first + elapsed: the tenant's live count is
 // exact, and the slice is the one published at an instant inside the
 // transaction.
-func (c *AdmissionController) checkFleetLocked(tx atomicledger.Tx, d *decision, first time.Time, elapsed time.Duration) *rejection {
+func (c *AdmissionController) checkFleetLocked(tx atomicledger.Tx, req *AdmissionRequest, d *decision, first time.Time, elapsed time.Duration) *rejection {
 	pr := c.provider
 	reading := pr.fleet[d.reservation.Tenant].read()
 	var now int64
@@ -242,7 +275,7 @@ func (c *AdmissionController) checkFleetLocked(tx atomicledger.Tx, d *decision, 
 			rec.Fleet.Slice = int64(reading.slice - 1)
 		}
 	}
-	return fleetVerdict(reading, now, tx.TenantLive(d.reservation.Tenant))
+	return pr.countFleetRefusal(d.reservation.Tenant, req.ActivationID, fleetVerdict(reading, now, tx.TenantLive(d.reservation.Tenant)))
 }
 
 // FleetReading is what a recorded commit read of its tenant's fleet

@@ -388,3 +388,39 @@ func TestFleetRecordedCommitRecordsTheSlice(t *testing.T) {
 	assert.Equal(t, FleetReading{}, rec.Fleet)
 	p.Release()
 }
+
+// FleetRefused counts a tenant's refusals for a full slice, whether the
+// pre-check or the transaction gave them, and nothing else: what a broker
+// reads to state the node's wants.
+func TestFleetRefusedCountsFullSlices(t *testing.T) {
+	f, _ := newRecordingFixture(t, func(p *policy.NodeAdmissionPolicy) {
+		p.Fleet.Tenants = []string{"acme", "globex"}
+	})
+	count := func(tenant string) uint64 {
+		t.Helper()
+		n, ok := f.provider.FleetRefused(tenant)
+		require.True(t, ok)
+		return n
+	}
+	_, err := f.ctl.AdmitAt(request("a"), at(0))
+	wantFleetUnavailable(t, err)
+	assert.Zero(t, count("acme"), "a missing slice is not a full one")
+	f.publishSlice(t, 1, 1000)
+	held := admit(t, f, "a", 0)
+	for i := range 5 {
+		_, err = f.ctl.AdmitAt(request(fmt.Sprint("over-", i)), at(0)) // the pre-check's
+		wantFleetFull(t, err)
+	}
+	var rec DecisionRecord
+	_, err = f.ctl.AdmitRecorded(request("recorded"), &rec) // the transaction's
+	wantFleetFull(t, err)
+	require.True(t, rec.Committed)
+	assert.Equal(t, uint64(6), count("acme"))
+	assert.Zero(t, count("globex"), "another tenant's refusals")
+	_, ok := newFixture(t, nil).provider.FleetRefused("acme")
+	assert.False(t, ok, "a tenant that is not fleet-limited")
+	held.Release()
+	if n := testing.AllocsPerRun(10, func() { _, _ = f.provider.FleetRefused("acme") }); n != 0 {
+		t.Fatalf("FleetRefused allocates %v objects", n)
+	}
+}

@@ -38,6 +38,9 @@ type LocalQuotaProvider struct {
 	fleet      []fleetEntry
 	fleetEpoch time.Time
 	fleetMu    sync.Mutex
+	// fleetRefused counts each fleet-limited tenant's refusals for a full
+	// slice, metricStripes counters per tenant (fleetEntry.refused).
+	fleetRefused []paddedCounter
 }
 
 // NewLocalQuotaProvider validates and compiles p, then allocates the
@@ -68,9 +71,15 @@ func newProvider(c *policy.Compiled) *LocalQuotaProvider {
 		fleetEpoch: time.Now(),
 	}
 	armCollectionTick(pr.young)
+	fleetTenants := 0
 	for i := range pr.tenants {
 		pr.tenants[i] = c.Tenant(policy.TenantID(i))
+		if pr.tenants[i].FleetLimited {
+			pr.fleet[i].refused = fleetTenants * metricStripes
+			fleetTenants++
+		}
 	}
+	pr.fleetRefused = make([]paddedCounter, fleetTenants*metricStripes)
 	for i := range pr.trust {
 		pr.trust[i] = c.TrustClass(policy.TrustClassID(i))
 	}
