@@ -19,6 +19,8 @@ type AdmissionController struct {
 	// it taken when the controller was built (see firstReading).
 	system bool
 	base   time.Time
+	// baseFleet is base as nanoseconds after the provider's fleet epoch.
+	baseFleet int64
 }
 
 // WithPolicySource returns a controller that resolves revision policy

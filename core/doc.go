@@ -30,8 +30,8 @@
 //	11 caller deadline                         deadline-exceeded
 //	12 load sample, then CPU, memory pressure  unavailable / resource-exhausted
 //	13 under the ledger's mutex, with the clock resampled: 11 and 12
-//	   again, duplicate ID, capacity (node, tenant, trust, queue class),
-//	   queue feasibility; then commit
+//	   again, duplicate ID, capacity (node, tenant, fleet slice, trust,
+//	   queue class), queue feasibility; then commit
 //
 // Steps 1 to 12 take no lock and allocate nothing. Before step 13, a
 // lock-free pre-check rejects a request whose scope is already full
@@ -105,4 +105,18 @@
 // [NodeLoadState] is published into by a trusted sampler and read
 // lock-free. Missing, malformed, future-dated, stale and out-of-order
 // samples fail closed until a valid newer one arrives.
+//
+// # Fleet slices
+//
+// A tenant the policy's fleet block marks is also held to this node's
+// slice of a fleet-wide limit on its live activations, which a trusted
+// broker publishes with [LocalQuotaProvider.PublishFleetSlice] (a slice
+// and the local deadline it is valid until) into a fixed array by tenant
+// ID, as a sampler publishes load. Each entry is a latch (two copies and
+// a sequence counter), so a reader never pairs one publish's slice with
+// another's deadline and a publish allocates nothing. Admission reads it
+// lock-free in the pre-check and again in step 13's transaction, after
+// the tenant scope: live + 1 must not exceed the slice, and the reading
+// must be before the deadline; no slice, or an expired one, fails
+// closed. Admission makes no network call for it.
 package core

@@ -35,6 +35,8 @@ const (
 	ScopeQueueClass Scope = "queue-class"
 	ScopeLoad       Scope = "load"
 	ScopePermit     Scope = "permit"
+	// ScopeFleet is the node's slice of a fleet-wide tenant limit.
+	ScopeFleet Scope = "fleet"
 )
 
 // Dimension is the limited quantity or field.
@@ -80,6 +82,9 @@ const (
 	DimQueuedReservations Dimension = "queued-reservations"
 	DimQueueDelay         Dimension = "queue-delay"
 	DimPermit             Dimension = "permit"
+	// DimFleetSlice is the published slice itself: missing, expired or
+	// malformed.
+	DimFleetSlice Dimension = "fleet-slice"
 )
 
 // Reason is the stable, machine-readable cause of a rejection.
@@ -105,9 +110,11 @@ const (
 	ReasonNodeOverloaded                  Reason = "node-overloaded"
 	ReasonActivationIDUnavailable         Reason = "activation-id-unavailable"
 	ReasonCapacityExhausted               Reason = "capacity-exhausted"
+	ReasonFleetUnavailable                Reason = "fleet-unavailable"
 	ReasonQueueDeadlineInfeasible         Reason = "queue-deadline-infeasible"
 	ReasonPermitNotLive                   Reason = "permit-not-live"
 	ReasonLoadSampleRejected              Reason = "load-sample-rejected"
+	ReasonFleetSliceRejected              Reason = "fleet-slice-rejected"
 )
 
 // reasons lists every reason in decision-table order.
@@ -117,8 +124,8 @@ var reasons = [...]Reason{
 	ReasonUnsupportedExecutionRequirement, ReasonPlacementNotCompatible, ReasonTrustClassNotAuthorized,
 	ReasonBudgetInfeasible, ReasonNoCompatibleCell, ReasonCellClassNotAuthorized,
 	ReasonPayloadTooLarge, ReasonDeadlineExceeded, ReasonLoadUnavailable, ReasonNodeOverloaded,
-	ReasonActivationIDUnavailable, ReasonCapacityExhausted, ReasonQueueDeadlineInfeasible,
-	ReasonPermitNotLive, ReasonLoadSampleRejected,
+	ReasonActivationIDUnavailable, ReasonCapacityExhausted, ReasonFleetUnavailable, ReasonQueueDeadlineInfeasible,
+	ReasonPermitNotLive, ReasonLoadSampleRejected, ReasonFleetSliceRejected,
 }
 
 // Reasons returns every reason in decision-table order, as a copy.
@@ -310,6 +317,24 @@ func capacityError(s atomicledger.Shortfall) *rejection {
 	}
 	return capacityErrors[s.Scope][s.Dimension][permanent]
 }
+
+// The fleet scope's rows (step 13, after the tenant scope), declared after
+// the capacity table so that every earlier row keeps its index. A full
+// slice is always retryable: a slice can grow, and the tenant's own
+// activations end. A missing or expired slice is retryable: the broker
+// publishes a new one.
+var (
+	errFleetFull          = newError(CodeResourceExhausted, ScopeFleet, DimLiveActivations, ReasonCapacityExhausted, true)
+	errFleetUnavailable   = newError(CodeUnavailable, ScopeFleet, DimFleetSlice, ReasonFleetUnavailable, true)
+	errFleetSliceRejected = newError(CodeInvalidArgument, ScopeFleet, DimFleetSlice, ReasonFleetSliceRejected, false)
+)
+
+// ErrFleetSliceRejected is returned by [LocalQuotaProvider.PublishFleetSlice]
+// for a slice it refuses: a tenant the policy does not mark fleet-limited
+// (or does not configure), a negative slice, or a deadline out of range.
+// A refused slice of a marked tenant withdraws the one it had, so the
+// tenant fails closed until a valid slice is published.
+var ErrFleetSliceRejected = errFleetSliceRejected.err()
 
 // ErrRevisionNotAvailable is the rejection for a revision the pinned view
 // does not hold. An adapter whose route resolution finds nothing answers

@@ -46,11 +46,16 @@ func newMetrics() *metrics {
 
 // inc counts one event on the stripe key picks.
 func (m *metrics) inc(counter int, key string) {
+	m.counters[stripeOf(key)*perStripe+counter].n.Add(1)
+}
+
+// stripeOf is the stripe an event keyed by key counts on.
+func stripeOf(key string) int {
 	stripe := len(key)
 	if stripe > 0 {
 		stripe += int(key[len(key)-1])
 	}
-	m.counters[stripe&(metricStripes-1)*perStripe+counter].n.Add(1)
+	return stripe & (metricStripes - 1)
 }
 
 func (m *metrics) value(counter int) int64 {

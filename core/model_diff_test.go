@@ -73,6 +73,15 @@ var diffKnownErrors = func() map[core.Error]bool {
 func newDiffMachine(t *rapid.T, outcomes map[string]int) *diffMachine {
 	g := gen.Generator{T: t, Friendly: gen.Chance(t, 2, 3, "friendly")}
 	p := g.Policy()
+	if gen.Chance(t, 1, 2, "fleet") {
+		// Some tenants are fleet-limited: their slices are published
+		// below and by the PublishFleetSlice step.
+		for _, tp := range p.Tenants {
+			if gen.Chance(t, 1, 2, "fleet.tenant") {
+				p.Fleet.Tenants = append(p.Fleet.Tenants, tp.ID)
+			}
+		}
+	}
 	sources, revisions := g.Sources(p)
 	m := &diffMachine{policy: p, sources: sources, revisions: revisions, now: diffEpoch,
 		clock: gen.NewClock(diffEpoch), outcomes: outcomes, rejected: map[core.Reason]int64{}}
@@ -88,6 +97,13 @@ func newDiffMachine(t *rapid.T, outcomes map[string]int) *diffMachine {
 	m.source = sources[0]
 	m.coreCtl = m.provider.Controller(core.ControllerConfig{Source: sources[0], Load: m.coreLoad, Clock: m.clock})
 	m.modelCtl = m.model.Controller(sources[0], m.modelLoad, m.clock)
+	for _, name := range p.Fleet.Tenants {
+		if gen.Chance(t, 3, 4, "fleet.initial_slice") {
+			slice := int64(gen.Int(t, 0, 3, "fleet.initial_slice.size"))
+			until := diffEpoch.Add(gen.Pick(t, []time.Duration{time.Second, time.Minute}, "fleet.initial_slice.until"))
+			m.publishSliceBoth(t, name, slice, until)
+		}
+	}
 	if gen.Chance(t, 7, 8, "initial_sample") {
 		m.sequence, m.observed = 1, diffEpoch
 		if err := m.publishBoth(t, core.LoadSample{Sequence: 1, ObservedAt: diffEpoch, CPUPressure: 0.1, MemoryPressure: 0.1}); err != nil {
@@ -116,6 +132,7 @@ func (m *diffMachine) actions() map[string]func(*rapid.T) {
 		{"Clear", 1, m.clearLoad},
 		{"Advance", 3, m.advance},
 		{"WithPolicySource", 1, m.swapSource},
+		{"PublishFleetSlice", 1, m.publishSlice},
 	}
 	actions := map[string]func(*rapid.T){"": m.check}
 	for _, w := range weights {
@@ -160,7 +177,7 @@ func (m *diffMachine) admitNow(t *rapid.T) {
 	mp, merr := m.modelCtl.Admit(req)
 	m.now = later
 	m.clock.Set(m.now)
-	if ce, ok := cerr.(core.Error); ok && ce.Reason() == core.ReasonCapacityExhausted && laterReadingOnly(merr) && later.After(first) {
+	if ce, ok := cerr.(core.Error); ok && preCheckable(ce) && laterReadingOnly(merr) && later.After(first) && !sameAnswer(cerr, merr) {
 		compareErrors(t, "Admit answered by the pre-check at the first reading", cerr, m.capacityAnswer(t, req, first))
 		m.outcomes["Admit: pre-check answered at the first reading"]++
 		m.rejected[ce.Reason()]++
@@ -190,11 +207,25 @@ func (m *diffMachine) capacityAnswer(t *rapid.T, req *core.AdmissionRequest, fir
 }
 
 // laterReadingOnly reports whether a model rejection is one of step 13's
-// answers to the clock read again: the caller deadline passed, or the
-// load sample went stale.
+// answers to the clock read again: the caller deadline passed, the load
+// sample went stale, or a fleet slice passed its deadline.
 func laterReadingOnly(err error) bool {
 	r, ok := err.(*model.Rejection)
-	return ok && (r.Reason == "deadline-exceeded" || r.Reason == "load-unavailable")
+	return ok && (r.Reason == "deadline-exceeded" || r.Reason == "load-unavailable" || r.Reason == "fleet-unavailable")
+}
+
+// sameAnswer reports whether a core and a model rejection are the same
+// row (compareErrors holds them to it field by field).
+func sameAnswer(cerr, merr error) bool {
+	r, ok := merr.(*model.Rejection)
+	return ok && cerr.Error() == r.Error()
+}
+
+// preCheckable reports whether core's lock-free pre-check can give e at
+// the first reading: a capacity answer (a fleet slice's included), or a
+// fleet slice missing or expired.
+func preCheckable(e core.Error) bool {
+	return e.Reason() == core.ReasonCapacityExhausted || e.Reason() == core.ReasonFleetUnavailable
 }
 
 func (m *diffMachine) compareAdmission(t *rapid.T, op string, cp *core.AdmissionPermit, cerr error, mp *model.Permit, merr error) {
@@ -343,6 +374,35 @@ func (m *diffMachine) publish(t *rapid.T) {
 	if err := m.publishBoth(t, s); err == nil {
 		m.sequence, m.observed = s.Sequence, s.ObservedAt
 	}
+}
+
+// publishSliceBoth publishes a fleet slice to both; they must agree on
+// whether it was refused.
+func (m *diffMachine) publishSliceBoth(t *rapid.T, tenant string, slice int64, until time.Time) {
+	compareErrors(t, "PublishFleetSlice", m.provider.PublishFleetSlice(tenant, slice, until),
+		m.model.PublishFleetSlice(tenant, slice, until))
+}
+
+// publishSlice publishes (or withdraws) a fleet slice, usually of a
+// fleet-limited tenant and usually good, with a deadline around now.
+func (m *diffMachine) publishSlice(t *rapid.T) {
+	tenants, _, _ := gen.Names()
+	candidates := append(slices.Clone(m.policy.Fleet.Tenants), m.policy.Fleet.Tenants...)
+	candidates = append(candidates, append(tenants, "hooli")...)
+	tenant := gen.Pick(t, candidates, "fleet.tenant")
+	if gen.Chance(t, 1, 8, "fleet.withdraw") {
+		if c, mo := m.provider.WithdrawFleetSlice(tenant), m.model.WithdrawFleetSlice(tenant); c != mo {
+			t.Fatalf("WithdrawFleetSlice(%q): core %v, model %v", tenant, c, mo)
+		}
+		return
+	}
+	slice := int64(gen.Pick(t, []int{0, 1, 2, 3, 1, 2, -1}, "fleet.slice"))
+	until := m.now.Add(gen.Pick(t, []time.Duration{time.Second, time.Minute, 10 * time.Millisecond, time.Nanosecond, 0, -time.Nanosecond},
+		"fleet.until"))
+	if gen.Chance(t, 1, 16, "fleet.until.zero") {
+		until = time.Time{}
+	}
+	m.publishSliceBoth(t, tenant, slice, until)
 }
 
 func (m *diffMachine) clearLoad(t *rapid.T) {

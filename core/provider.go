@@ -2,6 +2,7 @@ package core
 
 import (
 	"reflect"
+	"sync"
 	"time"
 
 	"latent.dev/admission/core/atomicledger"
@@ -30,6 +31,16 @@ type LocalQuotaProvider struct {
 	// (record.go).
 	recording bool
 	journal   Journal
+	// fleet holds each tenant's fleet slice, by tenant ID (fleet.go);
+	// only fleet-limited tenants' entries are ever written. Deadlines are
+	// nanoseconds after fleetEpoch, a reading taken when the provider was
+	// built. fleetMu serializes publishers; readers take no lock.
+	fleet      []fleetEntry
+	fleetEpoch time.Time
+	fleetMu    sync.Mutex
+	// fleetRefused counts each fleet-limited tenant's refusals for a full
+	// slice, metricStripes counters per tenant (fleetEntry.refused).
+	fleetRefused []paddedCounter
 }
 
 // NewLocalQuotaProvider validates and compiles p, then allocates the
@@ -53,11 +64,22 @@ func newProvider(c *policy.Compiled) *LocalQuotaProvider {
 		ledger:  atomicledger.New(c),
 		metrics: newMetrics(),
 		young:   newYoungPermits(c.Node().Limits.MaxLiveActivations),
+		fleet:   make([]fleetEntry, c.NumTenants()),
+		// The fleet epoch: a system clock reading, whose monotonic
+		// reading the deadlines of a broker on the system clock are
+		// compared by.
+		fleetEpoch: time.Now(),
 	}
 	armCollectionTick(pr.young)
+	fleetTenants := 0
 	for i := range pr.tenants {
 		pr.tenants[i] = c.Tenant(policy.TenantID(i))
+		if pr.tenants[i].FleetLimited {
+			pr.fleet[i].refused = fleetTenants * metricStripes
+			fleetTenants++
+		}
 	}
+	pr.fleetRefused = make([]paddedCounter, fleetTenants*metricStripes)
 	for i := range pr.trust {
 		pr.trust[i] = c.TrustClass(policy.TrustClassID(i))
 	}
@@ -97,6 +119,7 @@ func (p *LocalQuotaProvider) Controller(cfg ControllerConfig) *AdmissionControll
 	}
 	if _, c.system = c.clock.(deadline.System); c.system {
 		c.base = time.Now()
+		c.baseFleet = int64(c.base.Sub(p.fleetEpoch))
 	}
 	if isNilPointer(c.load) {
 		c.load = nil

@@ -70,6 +70,9 @@ type DecisionRecord struct {
 	// Load is the sample step 12 judged and CommitLoad the one the
 	// commit judged; nil when there was none, or the step was not reached.
 	Load, CommitLoad *LoadSample
+	// Fleet is the fleet slice the commit judged, for a fleet-limited
+	// tenant's decision that reached the fleet check.
+	Fleet FleetReading
 	// Committed: the decision reached the commit (step 13), whose answer
 	// it is.
 	Committed bool

@@ -506,7 +506,21 @@ func (c *AdmissionController) preCheck(req *AdmissionRequest, d *decision) *reje
 	}
 	s, exact, room := pr.ledger.PreCheck(d.fingerprint, r)
 	d.room = room
-	if exact && s.Scope != atomicledger.NoScope {
+	if !exact {
+		return nil
+	}
+	if s.Scope == atomicledger.NodeScope || s.Scope == atomicledger.TenantScope {
+		return capacityError(s)
+	}
+	if pr.tenants[r.Tenant].FleetLimited {
+		// The fleet scope comes after the tenant's. A shortfall behind
+		// it is left to the transaction, which judges the slice first.
+		if s.Scope != atomicledger.NoScope {
+			return nil
+		}
+		return c.preCheckFleet(req, d)
+	}
+	if s.Scope != atomicledger.NoScope {
 		return capacityError(s)
 	}
 	return nil
@@ -541,6 +555,7 @@ func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionReq
 	if d.rec != nil {
 		// The transaction's order is the decision's.
 		d.rec.Order, d.rec.Reads, d.rec.CommitLoad, d.rec.Committed = pr.orderOf(tx), d.readsBefore, nil, true
+		d.rec.Fleet = FleetReading{}
 	}
 	elapsed := c.since(d, first)
 	if req.Deadline.Set && d.untilCaller <= elapsed {
@@ -561,7 +576,16 @@ func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionReq
 	if tx.Contains(d.fingerprint, r.Tenant, req.ActivationID) {
 		return atomicledger.Ticket{}, errDuplicate
 	}
-	if s := tx.ShortfallSince(d.room, r); s.Scope != atomicledger.NoScope {
+	s := tx.ShortfallSince(d.room, r)
+	if s.Scope == atomicledger.NodeScope || s.Scope == atomicledger.TenantScope {
+		return atomicledger.Ticket{}, capacityError(s)
+	}
+	if pr.tenants[r.Tenant].FleetLimited {
+		if err := c.checkFleetLocked(tx, req, d, first, elapsed); err != nil {
+			return atomicledger.Ticket{}, err
+		}
+	}
+	if s.Scope != atomicledger.NoScope {
 		return atomicledger.Ticket{}, capacityError(s)
 	}
 	switch deadline.Check(d.wall-elapsed, tx.CellBacklog(r.CellClass), d.parallelism,

@@ -62,6 +62,10 @@ type TenantSettings struct {
 	MaximumPriority     uint32
 	MaximumPayloadBytes uint64
 	Limits              Limits
+	// FleetLimited: the fleet block marks the tenant, so its live
+	// activations are also held to the slice of the fleet limit that a
+	// broker publishes on this node (none published: refused).
+	FleetLimited bool
 }
 
 // PermitsTrustClass reports whether the tenant may run revisions of class t.
@@ -163,6 +167,10 @@ func Compile(p *NodeAdmissionPolicy) (*Compiled, error) {
 			}
 		}
 	}
+	fleet := make(map[string]bool, len(p.Fleet.Tenants))
+	for _, name := range p.Fleet.Tenants {
+		fleet[name] = true
+	}
 	for i, tp := range p.Tenants {
 		id := TenantID(i)
 		t := TenantSettings{ID: id, Name: tp.ID, CellClasses: cellSet(tp.CellClasses),
@@ -175,6 +183,7 @@ func Compile(p *NodeAdmissionPolicy) (*Compiled, error) {
 			kind, _ := ParsePrincipalKind(pr.Kind)
 			allow[pr.Subject] |= 1 << kind
 		}
+		t.FleetLimited = fleet[tp.ID]
 		c.tenants = append(c.tenants, t)
 		c.principals = append(c.principals, allow)
 		c.tenantByName[tp.ID] = id

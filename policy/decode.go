@@ -42,6 +42,7 @@ func brokenInputsOf(structural strictjson.Problems) brokenInputs {
 		b.maximumPriority = b.maximumPriority || s.Path == "" || s.Path == "node" || s.Path == "node.maximum_priority"
 		b.cellClasses = b.cellClasses || s.Path == "" || strings.HasPrefix(s.Path, "cell_classes")
 		b.trustClasses = b.trustClasses || s.Path == "" || strings.HasPrefix(s.Path, "trust_classes")
+		b.tenants = b.tenants || s.Path == "" || strings.HasPrefix(s.Path, "tenants")
 	}
 	return b
 }
@@ -109,6 +110,10 @@ func decodePolicyValue(d *strictjson.Decoder, v *strictjson.Value) *NodeAdmissio
 		t.Limits = decodeLimits(o.Object("limits"))
 		o.Done()
 		p.Tenants = append(p.Tenants, t)
+	}
+	if fo, ok := root.OptionalObject("fleet"); ok {
+		p.Fleet.Tenants = fo.Strings("tenants")
+		fo.Done()
 	}
 	root.Done()
 	return p

@@ -11,6 +11,17 @@ type NodeAdmissionPolicy struct {
 	CellClasses  []CellClassPolicy
 	TrustClasses []TrustClassPolicy
 	Tenants      []TenantPolicy
+	// Fleet marks the tenants whose live activations a fleet-wide limit
+	// bounds; the zero value (the file has no fleet block) marks none.
+	Fleet FleetPolicy
+}
+
+// FleetPolicy is the optional fleet block: the tenants whose live
+// activations are held to a slice of a fleet-wide limit that a trusted
+// broker publishes into the provider (core.LocalQuotaProvider.PublishFleetSlice).
+// A marked tenant with no slice published is refused (fail closed).
+type FleetPolicy struct {
+	Tenants []string
 }
 
 // NodePolicy is the node-wide part of the policy.

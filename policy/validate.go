@@ -32,6 +32,7 @@ type brokenInputs struct {
 	maximumPriority bool // node or node.maximum_priority
 	cellClasses     bool // some cell class name could not be read
 	trustClasses    bool // some trust class name could not be read
+	tenants         bool // some tenant ID could not be read
 }
 
 func (p *NodeAdmissionPolicy) validate(broken brokenInputs) error {
@@ -40,7 +41,8 @@ func (p *NodeAdmissionPolicy) validate(broken brokenInputs) error {
 	v.queueClasses()
 	cells := v.cellClasses()
 	trust := v.trustClasses(cells)
-	v.tenants(cells, trust)
+	tenants := v.tenants(cells, trust)
+	v.fleet(tenants)
 	return v.d.Err()
 }
 
@@ -257,12 +259,12 @@ func (v *validator) trustClasses(cells map[string]int) map[string]int {
 	return known
 }
 
-func (v *validator) tenants(cells, trust map[string]int) {
+func (v *validator) tenants(cells, trust map[string]int) map[string]int {
 	ids := make([]string, len(v.p.Tenants))
 	for i, t := range v.p.Tenants {
 		ids[i] = t.ID
 	}
-	v.uniqueNames("tenants", "id", ids)
+	known := v.uniqueNames("tenants", "id", ids)
 	for i, t := range v.p.Tenants {
 		path := strictjson.Index("tenants", i)
 		seen := map[PrincipalPolicy]int{}
@@ -285,4 +287,11 @@ func (v *validator) tenants(cells, trust map[string]int) {
 		v.references(path+".trust_classes", t.TrustClasses, trust, "trust class", v.broken.trustClasses)
 		v.references(path+".cell_classes", t.CellClasses, cells, "cell class", v.broken.cellClasses)
 	}
+	return known
+}
+
+// fleet checks the fleet block: each tenant it marks is configured, and
+// is marked once.
+func (v *validator) fleet(tenants map[string]int) {
+	v.references("fleet.tenants", v.p.Fleet.Tenants, tenants, "tenant", v.broken.tenants)
 }

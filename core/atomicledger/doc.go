@@ -58,7 +58,10 @@
 //     alone. The pre-check reads the scopes in checking order, so when it
 //     reads the dimension that lacks room, every dimension it read before
 //     has at least the room it saw then: the shortfall held at that
-//     instant, which is where the rejection linearizes;
+//     instant, which is where the rejection linearizes. They give it back
+//     in the reverse of the checking order, so that instant is never
+//     half-way through one: a dimension still lacking means every one
+//     before it is as it was before the start or release began;
 //   - the duplicate answer comes before capacity, so the pre-check looks
 //     the key up (a lock-free walk of its chain) before it reads the
 //     lacking dimension the second time; a removal never hides another

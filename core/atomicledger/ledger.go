@@ -220,6 +220,27 @@ func (l *Ledger) PreCheck(fp Fingerprint, r *Reservation) (s Shortfall, exact bo
 	return s, true, Room{}
 }
 
+// TenantLiveSince reads the live count of r's tenant for a caller that
+// judges one more limit of that tenant lock-free, after [Ledger.PreCheck]
+// found r fitting with room (a fleet slice: core checks it after the
+// tenant scope). ok is true only when the key (fingerprint fp) was absent
+// and no Reserve had run since the pre-check's room was taken, so that at
+// the instant of the read every scope PreCheck read still had at least
+// the room it saw, the key was not live, and the tenant held live: a
+// rejection judged on live is the one a transaction would have given
+// then. With the zero Room, or a fingerprint that may be live, ok is
+// false and a transaction must decide.
+func (l *Ledger) TenantLiveSince(room Room, fp Fingerprint, r *Reservation) (live uint64, ok bool) {
+	if room.seq == 0 || l.table.mayContain(fp) {
+		return 0, false
+	}
+	live = l.tenant[r.Tenant].live()
+	if l.seq.Load()|1<<63 != room.seq {
+		return 0, false
+	}
+	return live, true
+}
+
 // lacks reports whether r still lacks room at s's scope and dimension.
 func (l *Ledger) lacks(r *Reservation, s Shortfall) bool {
 	var c *counters
@@ -352,6 +373,10 @@ func fits(used, need, limit uint64) bool {
 	return need <= limit && used <= limit-need
 }
 
+// TenantLive is tenant id's live reservations (queued plus executing):
+// with the mutex held, exact.
+func (tx Tx) TenantLive(id policy.TenantID) uint64 { return tx.held().tenant[id].live() }
+
 // CellBacklog is the number of live reservations (queued plus
 // executing) of cell class c.
 func (tx Tx) CellBacklog(c policy.CellClass) uint64 { return tx.held().fixed.cell[c].live() }
@@ -382,12 +407,13 @@ func add(c *counters, r *Reservation) {
 	c.memory.Add(r.MemoryBytes)
 }
 
-// sub returns a reservation: its live slot, queued (the packed queued
-// slots it still holds: one, or none once started), fuel and memory.
+// sub returns a reservation: its memory, fuel, then its live slot and
+// queued (the packed queued slots it still holds: one, or none once
+// started): the reverse of the checking order (see Release).
 func sub(c *counters, r *Reservation, queued uint64) {
-	c.slots.Add(-(oneLive + queued))
-	c.fuel.Add(-r.CPUFuel)
 	c.memory.Add(-r.MemoryBytes)
+	c.fuel.Add(-r.CPUFuel)
+	c.slots.Add(-(oneLive + queued))
 }
 
 // Start moves a queued reservation to executing: it returns the queued
@@ -401,10 +427,11 @@ func (tx Tx) Start(tk Ticket) bool {
 	}
 	e.executing = true
 	r := &e.reservation
-	l.fixed.node.slots.Add(^oneQueued + 1)
-	l.tenant[r.Tenant].slots.Add(^oneQueued + 1)
-	l.trust[r.TrustClass].slots.Add(^oneQueued + 1)
+	// In the reverse of the checking order, as Release does.
 	l.queue[r.QueueClass].slots.Add(^oneQueued + 1)
+	l.trust[r.TrustClass].slots.Add(^oneQueued + 1)
+	l.tenant[r.Tenant].slots.Add(^oneQueued + 1)
+	l.fixed.node.slots.Add(^oneQueued + 1)
 	return true
 }
 
@@ -422,12 +449,22 @@ func (tx Tx) Release(tk Ticket) bool {
 	if e.executing {
 		queued = 0
 	}
-	sub(&l.fixed.node, &r, queued)
-	sub(&l.tenant[r.Tenant], &r, queued)
-	sub(&l.trust[r.TrustClass], &r, queued)
+	// Capacity comes back in the reverse of the checking order (queue
+	// class, trust class, tenant, node; within a scope memory, fuel, then
+	// the slots), so that a lock-free pre-check, which reads in checking
+	// order, that finds a dimension still lacking room while this runs
+	// finds every dimension before it as it was before this release
+	// began: its answer is the one the ledger gave before the release,
+	// not one of a state half-way through it. (Released in checking
+	// order, a pre-check could see a tenant's slot returned and its trust
+	// class's not yet, and answer the trust class where no whole state
+	// would: the fleet's porcupine check caught it.)
 	if queued != 0 {
 		l.queue[r.QueueClass].slots.Add(-queued)
 	}
+	sub(&l.trust[r.TrustClass], &r, queued)
+	sub(&l.tenant[r.Tenant], &r, queued)
+	sub(&l.fixed.node, &r, queued)
 	l.fixed.cell[r.CellClass].slots.Add(^oneLive + 1)
 	l.table.removeLocked(tk.entry)
 	return true

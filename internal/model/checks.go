@@ -242,7 +242,7 @@ func (m *Model) queueClassFor(priority uint32) *policy.QueueClassPolicy {
 // class (each live, queued, fuel, memory), then the queue class's queued
 // bound. The first dimension without room is the answer; it is permanent
 // when r needs more than the whole limit. The caller holds mu.
-func (m *Model) capacityLocked(r *reservation) error {
+func (m *Model) capacityLocked(r *reservation, now time.Time) error {
 	type dimension struct {
 		name              string
 		used, need, limit uint64
@@ -277,6 +277,12 @@ func (m *Model) capacityLocked(r *reservation) error {
 		})
 		if err != nil {
 			return err
+		}
+		if s.name == "tenant" && m.fleetLimited[r.tenant] {
+			// The fleet scope comes right after the tenant's.
+			if err := m.fleetLocked(r.tenant, now); err != nil {
+				return err
+			}
 		}
 	}
 	queue := m.queueClasses[r.queueClass]

@@ -147,7 +147,7 @@ func (c *Controller) admit(req *core.AdmissionRequest, now time.Time, resample f
 	if _, dup := m.live[key]; dup {
 		return nil, activationIDUnavailable()
 	}
-	if err := m.capacityLocked(r); err != nil {
+	if err := m.capacityLocked(r, now); err != nil {
 		return nil, err
 	}
 	class, _ := policy.ParseCellClass(cell.Class)

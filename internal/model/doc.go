@@ -52,6 +52,13 @@
 // fuel, memory; a shortfall is permanent (not retryable) when the
 // reservation needs more than the whole limit.
 //
+// A tenant the policy's fleet block marks has one more scope, checked
+// right after the tenant's: its published fleet slice
+// ([Model.PublishFleetSlice], a map guarded by the same mutex). No slice,
+// or a reading at or after the slice's deadline, is fleet-unavailable;
+// live + 1 above the slice is capacity-exhausted at the fleet scope,
+// always retryable.
+//
 // # Feasibility
 //
 //	local_wait = floor(n/p) * estimated_service

@@ -116,3 +116,11 @@ func permitNotLive() *Rejection {
 func loadSampleRejected() *Rejection {
 	return reject("invalid-argument", "load", "load-sample", "load-sample-rejected", false)
 }
+
+func fleetUnavailable() *Rejection {
+	return reject("unavailable", "fleet", "fleet-slice", "fleet-unavailable", true)
+}
+
+func fleetSliceRejected() *Rejection {
+	return reject("invalid-argument", "fleet", "fleet-slice", "fleet-slice-rejected", false)
+}

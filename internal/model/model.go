@@ -3,6 +3,7 @@ package model
 import (
 	"slices"
 	"sync"
+	"time"
 
 	"latent.dev/admission/core"
 	"latent.dev/admission/policy"
@@ -21,6 +22,7 @@ type Model struct {
 	trustClasses map[string]*policy.TrustClassPolicy
 	queueClasses map[string]*policy.QueueClassPolicy
 	cellClasses  map[string]*policy.CellClassPolicy
+	fleetLimited map[string]bool // the tenants the fleet block marks
 
 	mu          sync.Mutex
 	node        usage                   // guarded by mu
@@ -29,6 +31,14 @@ type Model struct {
 	queueQueued map[string]uint64       // guarded by mu; by queue class name
 	cellLive    map[string]uint64       // guarded by mu; by cell class name
 	live        map[string]*reservation // guarded by mu; by liveKey(tenant, activation ID)
+	fleet       map[string]fleetSlice   // guarded by mu; by tenant ID; absent: no slice
+}
+
+// fleetSlice is a fleet-limited tenant's published slice and the time it
+// is valid until (exclusive).
+type fleetSlice struct {
+	slice int64
+	until time.Time
 }
 
 // usage is one scope's counters.
@@ -66,6 +76,11 @@ func New(p *policy.NodeAdmissionPolicy) (*Model, error) {
 		queueQueued:  map[string]uint64{},
 		cellLive:     map[string]uint64{},
 		live:         map[string]*reservation{},
+		fleetLimited: map[string]bool{},
+		fleet:        map[string]fleetSlice{},
+	}
+	for _, name := range p.Fleet.Tenants {
+		m.fleetLimited[name] = true
 	}
 	for i := range p.Tenants {
 		m.tenants[p.Tenants[i].ID] = &p.Tenants[i]
@@ -100,6 +115,7 @@ func clonePolicy(p *policy.NodeAdmissionPolicy) *policy.NodeAdmissionPolicy {
 	for i := range c.TrustClasses {
 		c.TrustClasses[i].CellClasses = slices.Clone(c.TrustClasses[i].CellClasses)
 	}
+	c.Fleet.Tenants = slices.Clone(p.Fleet.Tenants)
 	c.Tenants = slices.Clone(p.Tenants)
 	for i := range c.Tenants {
 		c.Tenants[i].Principals = slices.Clone(c.Tenants[i].Principals)
@@ -219,4 +235,48 @@ func (m *Model) releaseLocked(key string, r *reservation) {
 	m.cellLive[r.cellClass]--
 	r.released = true
 	delete(m.live, key)
+}
+
+// PublishFleetSlice makes slice tenant's share of its fleet limit until
+// validUntil. A tenant the fleet block does not mark is refused and
+// nothing changes; a negative slice or the zero time is refused and
+// withdraws the tenant's slice.
+func (m *Model) PublishFleetSlice(tenant string, slice int64, validUntil time.Time) error {
+	if !m.fleetLimited[tenant] {
+		return fleetSliceRejected()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if slice < 0 || validUntil.IsZero() {
+		delete(m.fleet, tenant)
+		return fleetSliceRejected()
+	}
+	m.fleet[tenant] = fleetSlice{slice: slice, until: validUntil}
+	return nil
+}
+
+// WithdrawFleetSlice removes a fleet-limited tenant's slice; false for
+// any other tenant.
+func (m *Model) WithdrawFleetSlice(tenant string) bool {
+	if !m.fleetLimited[tenant] {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.fleet, tenant)
+	return true
+}
+
+// fleetLocked is the fleet scope of step 13 for a fleet-limited tenant
+// at now: a slice must be published and now before its deadline, and the
+// tenant's live activations + 1 must not exceed it. The caller holds mu.
+func (m *Model) fleetLocked(tenant string, now time.Time) error {
+	f, ok := m.fleet[tenant]
+	if !ok || !now.Before(f.until) {
+		return fleetUnavailable()
+	}
+	if m.tenantUsage[tenant].live+1 > uint64(f.slice) {
+		return capacityExhausted("fleet", "live-activations", true)
+	}
+	return nil
 }

@@ -33,8 +33,11 @@ type Step struct {
 	Scope      string // snapshot
 	Name       string // snapshot
 	Deployment catalog.Deployment
-	Tenant     string // delete
+	Tenant     string // delete, fleet-slice, fleet-withdraw
 	Service    string // delete
+
+	Slice           int64 // fleet-slice
+	ValidUntilMilli int64 // fleet-slice: ms after the epoch
 }
 
 // Request is an admit step's request before resolution.
@@ -53,7 +56,8 @@ type Tamper struct {
 }
 
 // Ops lists the step operations.
-var Ops = []string{"load", "load-clear", "admit", "schedulable", "start", "release", "snapshot", "deploy", "delete", "pin", "restart"}
+var Ops = []string{"load", "load-clear", "admit", "schedulable", "start", "release", "snapshot", "deploy", "delete", "pin", "restart",
+	"fleet-slice", "fleet-withdraw"}
 
 // Decode strictly decodes a scenario file. Every problem is reported at
 // once with its JSON path, as a strictjson.Problems error.
@@ -133,10 +137,10 @@ func decodeStep(d *strictjson.Decoder, v *strictjson.Value, last time.Duration) 
 		st.Scope = o.String("scope")
 		switch st.Scope {
 		case "node":
-		case "tenant", "trust-class", "queue-class", "cell-class":
+		case "tenant", "trust-class", "queue-class", "cell-class", "fleet":
 			st.Name = o.String("name")
 		default:
-			d.Problemf(strictjson.JoinKey(o.Path(), "scope"), "must be one of node, tenant, trust-class, queue-class, cell-class")
+			d.Problemf(strictjson.JoinKey(o.Path(), "scope"), "must be one of node, tenant, trust-class, queue-class, cell-class, fleet")
 		}
 	case "deploy":
 		if dv, ok := o.Get("deployment"); ok {
@@ -150,6 +154,14 @@ func decodeStep(d *strictjson.Decoder, v *strictjson.Value, last time.Duration) 
 		st.Service = o.String("service")
 	case "pin":
 		st.Pin = o.String("name")
+	case "fleet-slice":
+		// A negative slice decodes: publishing it is what gets refused,
+		// as it would be on a node.
+		st.Tenant = o.String("tenant")
+		st.Slice = o.Int64("slice")
+		st.ValidUntilMilli = o.Int64("valid_until_ms")
+	case "fleet-withdraw":
+		st.Tenant = o.String("tenant")
 	case "":
 		// reported as missing or mistyped already
 	default:

@@ -159,6 +159,14 @@ func (r *runner) step(st *Step, now time.Time) Answer {
 		return Answer{"ok": true, "generation": r.takePin(st.Pin).Generation()}
 	case "restart":
 		return r.restart()
+	case "fleet-slice":
+		until := time.UnixMilli(addSaturating(r.s.Epoch.UnixMilli(), st.ValidUntilMilli))
+		if err := r.provider.PublishFleetSlice(st.Tenant, st.Slice, until); err != nil {
+			return failure(err)
+		}
+		return okAnswer()
+	case "fleet-withdraw":
+		return Answer{"ok": true, "withdrawn": r.provider.WithdrawFleetSlice(st.Tenant)}
 	}
 	return Answer{"ok": false, "error": "unknown op"}
 }
@@ -249,6 +257,15 @@ func (r *runner) snapshot(st *Step) Answer {
 				return Answer{"ok": true, "live": live}
 			}
 		}
+	case "fleet":
+		slice, until, published, ok := pr.FleetSlice(st.Name)
+		if !ok {
+			return Answer{"ok": false, "error": fmt.Sprintf("no fleet-limited tenant named %q", st.Name)}
+		}
+		if !published {
+			return Answer{"ok": true, "published": false}
+		}
+		return Answer{"ok": true, "published": true, "slice": slice, "valid_until_ms": until.Sub(r.s.Epoch).Milliseconds()}
 	}
 	return unknown
 }

@@ -164,3 +164,33 @@ func FuzzDecodeScenario(f *testing.F) {
 		_, _ = s.Run()
 	})
 }
+
+// The fleet steps are strict like every other: their keys are required
+// and typed, and each problem has its path.
+func TestDecodeFleetSteps(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/scenarios/fleet.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	doc = strings.Replace(doc, `"slice": 5,`, `"slice": "5",`, 1)
+	doc = strings.Replace(doc, `"valid_until_ms": 1000`, `"valid_until": 1000`, 1)
+	doc = strings.Replace(doc, `"at_ms": 1700,
+   "tenant": "big",`, `"at_ms": 1700,
+   "tenant": 7,`, 1)
+	_, err = Decode([]byte(doc))
+	if err == nil {
+		t.Fatal("accepted a broken scenario")
+	}
+	text := err.Error()
+	for _, want := range []string{
+		"steps[5].slice: expected a whole number, got a string",
+		"steps[5].valid_until: unknown key",
+		"steps[5].valid_until_ms: missing",
+		"steps[31].tenant: expected a string, got a number",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %q in:\n%s", want, text)
+		}
+	}
+}
