@@ -50,7 +50,7 @@ func TestRevisionPolicyRejectsEveryTupleFieldMismatch(t *testing.T) {
 			if p, ok := pin.RevisionPolicy(&rev); ok || p != nil {
 				t.Fatalf("tampered tuple %+v accepted", rev)
 			}
-			if id, p, slot, ok := pin.RevisionRecord(&rev); ok || id != nil || p != nil || slot != nil {
+			if id, p, slot, ok := pin.RevisionRecord(nil, &rev); ok || id != nil || p != nil || slot != nil {
 				t.Fatalf("tampered tuple %+v has a record", rev)
 			}
 		})
@@ -59,17 +59,17 @@ func TestRevisionPolicyRejectsEveryTupleFieldMismatch(t *testing.T) {
 		for _, target := range []Target{{"acme", "thumbs", "resize"}, {"acme", "thumbs", "crop"}} {
 			rev := mustResolve(t, pin, target, "k")
 			want, _ := pin.RevisionPolicy(rev)
-			id, p, slot, ok := pin.RevisionRecord(rev)
+			id, p, slot, ok := pin.RevisionRecord(nil, rev)
 			if !ok || p != want || id == nil || *id != rev.RevisionIdentity || slot == nil {
 				t.Fatalf("%v: RevisionRecord = %+v %p %p %v, want the resolved identity and %p", target, id, p, slot, ok, want)
 			}
 			again := *rev
-			if id2, _, slot2, _ := pin.RevisionRecord(&again); id2 != id || slot2 != slot {
+			if id2, _, slot2, _ := pin.RevisionRecord(nil, &again); id2 != id || slot2 != slot {
 				t.Fatal("the record is not the pin's shared one")
 			}
 		}
 		var none *Pin
-		if id, p, slot, ok := none.RevisionRecord(good); ok || p != nil || id != nil || slot != nil {
+		if id, p, slot, ok := none.RevisionRecord(nil, good); ok || p != nil || id != nil || slot != nil {
 			t.Fatal("nil pin verified")
 		}
 	})
@@ -351,7 +351,7 @@ func TestOwnRecord(t *testing.T) {
 		t.Fatalf("the handle's identity %+v is not the resolved one", handle.RevisionIdentity())
 	}
 	id, p, slot, ok := pin.OwnRecord(handle)
-	wantID, wantP, wantSlot, _ := pin.RevisionRecord(rev)
+	wantID, wantP, wantSlot, _ := pin.RevisionRecord(nil, rev)
 	if !ok || id != wantID || p != wantP || slot != wantSlot {
 		t.Fatal("the pin's own handle does not answer its record")
 	}

@@ -72,7 +72,7 @@ func (c *AdmissionController) admit(req *AdmissionRequest, rec *DecisionRecord) 
 	}
 	p, err := c.commit(req, d.admittedAt, &d)
 	if err != nil {
-		c.provider.metrics.reject(err, req.ActivationID)
+		c.provider.metrics.reject(err)
 		return nil, err.err()
 	}
 	return p, nil
@@ -81,7 +81,7 @@ func (c *AdmissionController) admit(req *AdmissionRequest, rec *DecisionRecord) 
 // rejectBeforeLedger counts a rejection that steps 1 to 12 or the
 // pre-check made, and gives a recorded one its order.
 func (c *AdmissionController) rejectBeforeLedger(req *AdmissionRequest, d *decision, err *rejection) {
-	c.provider.metrics.reject(err, req.ActivationID)
+	c.provider.metrics.reject(err)
 	if d.rec != nil {
 		d.rec.Order = c.provider.NextOrder()
 	}

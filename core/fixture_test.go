@@ -87,7 +87,7 @@ func (s *mapSource) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.Revisi
 	return nil, false
 }
 
-func (s *mapSource) RevisionRecord(rev *policy.ResolvedRevision) (*policy.RevisionIdentity, *policy.RevisionPolicy, *atomic.Value, bool) {
+func (s *mapSource) RevisionRecord(_ any, rev *policy.ResolvedRevision) (*policy.RevisionIdentity, *policy.RevisionPolicy, *atomic.Value, bool) {
 	if e := s.find(rev); e != nil {
 		return &e.rev.RevisionIdentity, e.policy, &e.requirements, true
 	}

@@ -183,11 +183,11 @@ func (p *LocalQuotaProvider) FleetRefused(tenant string) (refused uint64, ok boo
 }
 
 // countFleetRefusal counts err against the tenant when it is a full
-// slice, on the stripe the activation ID picks (as the operator counters
+// slice, on the calling goroutine's stripe (as the operator counters
 // do), and returns err.
-func (p *LocalQuotaProvider) countFleetRefusal(tenant policy.TenantID, id string, err *rejection) *rejection {
+func (p *LocalQuotaProvider) countFleetRefusal(tenant policy.TenantID, err *rejection) *rejection {
 	if err == errFleetFull {
-		p.fleetRefused[p.fleet[tenant].refused+stripeOf(id)].n.Add(1)
+		p.fleetRefused[p.fleet[tenant].refused+stripe()].n.Add(1)
 	}
 	return err
 }
@@ -252,7 +252,7 @@ func (c *AdmissionController) preCheckFleet(req *AdmissionRequest, d *decision) 
 	if !ok || !e.unchanged(reading) {
 		return nil
 	}
-	return pr.countFleetRefusal(r.Tenant, req.ActivationID, fleetVerdict(reading, now, live))
+	return pr.countFleetRefusal(r.Tenant, fleetVerdict(reading, now, live))
 }
 
 // checkFleetLocked is the fleet check of step 13, in the commit's
@@ -275,7 +275,7 @@ func (c *AdmissionController) checkFleetLocked(tx atomicledger.Tx, req *Admissio
 			rec.Fleet.Slice = int64(reading.slice - 1)
 		}
 	}
-	return pr.countFleetRefusal(d.reservation.Tenant, req.ActivationID, fleetVerdict(reading, now, tx.TenantLive(d.reservation.Tenant)))
+	return pr.countFleetRefusal(d.reservation.Tenant, fleetVerdict(reading, now, tx.TenantLive(d.reservation.Tenant)))
 }
 
 // FleetReading is what a recorded commit read of its tenant's fleet

@@ -1,26 +1,27 @@
 package core
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // metrics are the operator counters: leaked permits and rejections by
 // error (the ledger counts admissions). They are bounded by the fixed vocabulary and never
 // keyed by request strings.
 //
 // Each counter is striped: metricStripes copies, each alone on its cache
-// line, and a rejection adds to the stripe its activation ID picks (its
-// length and last byte: no hash, no random number, no address).
-// Requests that end the same way on many cores at once carry different
-// IDs, so they rarely touch the same line; a read sums the stripes. One
-// padded word per counter measured 0.82x at -cpu 2 against -cpu 1 on the
-// reject-only workload (every core adding to one line); a random stripe
-// (math/rand/v2) cost a third of the cheapest rejection. The stripes are
-// allocated at startup.
+// line, and an increment adds to the stripe its goroutine's stack address
+// picks (see stripe). A read sums the stripes. The stripes are allocated
+// at startup.
 type metrics struct {
 	counters []paddedCounter // stripe s, counter c at s*perStripe + c
 }
 
 // metricStripes is the number of copies of each counter: a power of two.
-const metricStripes = 16
+const (
+	metricStripesLog2 = 4
+	metricStripes     = 1 << metricStripesLog2
+)
 
 // paddedCounter is a counter alone on its cache line.
 type paddedCounter struct {
@@ -44,18 +45,29 @@ func newMetrics() *metrics {
 	return &metrics{counters: make([]paddedCounter, metricStripes*perStripe)}
 }
 
-// inc counts one event on the stripe key picks.
-func (m *metrics) inc(counter int, key string) {
-	m.counters[stripeOf(key)*perStripe+counter].n.Add(1)
+// inc counts one event on the calling goroutine's stripe.
+func (m *metrics) inc(counter int) {
+	m.counters[stripe()*perStripe+counter].n.Add(1)
 }
 
-// stripeOf is the stripe an event keyed by key counts on.
-func stripeOf(key string) int {
-	stripe := len(key)
-	if stripe > 0 {
-		stripe += int(key[len(key)-1])
-	}
-	return stripe & (metricStripes - 1)
+// stripe is the calling goroutine's stripe: a multiplicative hash of the
+// address of a variable on its stack, above the smallest stack size
+// (2 KiB), so goroutines running at once land on different stripes and
+// one goroutine mostly on the same one. This is a trick, and it stays
+// because no plain form measured close (interleaved, pinned CPU time and
+// -cpu 2 throughput, against 7bc7c91):
+//   - the stripe from the activation ID (the previous form) put every
+//     goroutine of BenchmarkParallel's reject workload on one line, since
+//     their rejected requests share an ID: 0.41x 3d4dd55's rejections/s;
+//   - xsync.Counter (a pooled per-P token, as node/ uses) added 14 to
+//     29 ns to the cheapest rejection (invalid-identifier, about 21 ns);
+//   - a random stripe (math/rand/v2) added about 9 ns to it.
+//
+// The address is only hashed, never dereferenced or kept.
+func stripe() int {
+	var frame byte
+	h := uint64(uintptr(unsafe.Pointer(&frame))>>11) * 0x9e3779b97f4a7c15
+	return int(h >> (64 - metricStripesLog2))
 }
 
 func (m *metrics) value(counter int) int64 {
@@ -66,8 +78,8 @@ func (m *metrics) value(counter int) int64 {
 	return sum
 }
 
-// reject counts a rejection of the request with activation ID id.
-func (m *metrics) reject(err *rejection, id string) { m.inc(firstRejection+int(err.index), id) }
+// reject counts a rejection.
+func (m *metrics) reject(err *rejection) { m.inc(firstRejection + int(err.index)) }
 
 // Metrics is a point-in-time copy of the operator counters.
 type Metrics struct {

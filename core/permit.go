@@ -184,7 +184,7 @@ func reclaimLeaked(p *AdmissionPermit) {
 	released, order := false, uint64(0)
 	pr.ledger.Update(func(tx atomicledger.Tx) { released, order = tx.Release(s.ticket), pr.orderOf(tx) })
 	if released {
-		pr.metrics.inc(leakedCounter, s.activationID)
+		pr.metrics.inc(leakedCounter)
 		if pr.journal != nil {
 			s.journalMove(MoveReclaimed, order, deadline.Elapsed(s.ctl.clock, s.admittedAt))
 		}

@@ -54,6 +54,10 @@ type RecordSource interface {
 	// package that does not import core can declare the method.
 	OwnRecord(h any) (identity *policy.RevisionIdentity, rev *policy.RevisionPolicy, requirements *atomic.Value, ok bool)
 	// RevisionRecord is RevisionPolicy that returns the whole record:
-	// identity is the source's own, equal to rev's field by field.
-	RevisionRecord(rev *policy.ResolvedRevision) (identity *policy.RevisionIdentity, p *policy.RevisionPolicy, requirements *atomic.Value, ok bool)
+	// identity is the source's own, equal to rev's field by field. h is
+	// the request's handle (often one of another revision of the same
+	// deployment, which OwnRecord answered but step 2 did not take): a
+	// source may start its search from it, and must answer alike for
+	// every h. It must not allocate or block.
+	RevisionRecord(h any, rev *policy.ResolvedRevision) (identity *policy.RevisionIdentity, p *policy.RevisionPolicy, requirements *atomic.Value, ok bool)
 }

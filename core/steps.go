@@ -262,7 +262,7 @@ func (c *AdmissionController) checkRevision(req *AdmissionRequest, d *decision) 
 	}
 	switch {
 	case c.records != nil:
-		id, rev, slot, ok := c.records.RevisionRecord(&req.Revision)
+		id, rev, slot, ok := c.records.RevisionRecord(req.Handle, &req.Revision)
 		if ok {
 			d.identity, d.rev, d.slot = id, rev, slot
 		}

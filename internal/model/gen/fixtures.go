@@ -109,8 +109,9 @@ func (s *Source) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionP
 	return nil, false
 }
 
-// RevisionRecord is RevisionPolicy that returns the whole record.
-func (s *Source) RevisionRecord(rev *policy.ResolvedRevision) (*policy.RevisionIdentity, *policy.RevisionPolicy, *atomic.Value, bool) {
+// RevisionRecord is RevisionPolicy that returns the whole record; it
+// searches its entries whatever the handle.
+func (s *Source) RevisionRecord(_ any, rev *policy.ResolvedRevision) (*policy.RevisionIdentity, *policy.RevisionPolicy, *atomic.Value, bool) {
 	if i := s.find(rev); i >= 0 {
 		return &s.Entries[i].Revision.RevisionIdentity, s.Entries[i].Policy, s.slot(i), true
 	}
