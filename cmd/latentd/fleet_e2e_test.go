@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"latent.dev/admission/edge/fleet/etcdproc"
+	"latent.dev/admission/internal/shadow"
 	"latent.dev/admission/internal/trace"
+	"latent.dev/admission/policy"
 )
 
 // The end-to-end tests of the fleet: one real etcd and three latentd
@@ -265,6 +267,25 @@ func TestFleetNeverOverAcrossProcesses(t *testing.T) {
 	for _, n := range c.nodes {
 		if admitted[n.id] == 0 {
 			t.Fatalf("node %s admitted no acme activation: %v", n.id, admitted)
+		}
+	}
+	// Each recording replays exactly under the same policy: the fleet
+	// lines give the candidate the slices each decision judged.
+	pol, err := os.ReadFile(c.policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := policy.DecodePolicy(pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.nodes {
+		res, err := shadow.Replay(shadow.Config{Policy: same, Files: []string{n.trace}})
+		if err != nil {
+			t.Fatalf("node %s: replay: %v", n.id, err)
+		}
+		if res.Changed != 0 || res.Decisions == 0 {
+			t.Errorf("node %s: %d of %d decisions changed when replayed under the same policy: %+v", n.id, res.Changed, res.Decisions, res.Changes)
 		}
 	}
 	utilization := area / (float64(limit) * loadEnd.Sub(steady).Seconds())

@@ -67,7 +67,7 @@ func (n *Node) startFleet() error {
 	logger := n.cfg.Logger.With("log", "fleet")
 	b, err := fleet.New(fleet.Config{
 		Client: n.cfg.Fleet.Client, NodeID: n.cfg.Fleet.NodeID, Tenants: tenants,
-		Sink: fleetSink{p: n.provider, logger: logger}, Usage: fleetUsage{n.provider},
+		Sink: &fleetSink{p: n.provider, logger: logger, rec: n.rec}, Usage: fleetUsage{n.provider},
 		TTL: n.cfg.Fleet.TTL, KeepAlive: n.cfg.Fleet.KeepAlive, Refresh: n.cfg.Fleet.Refresh,
 		Logger: logger,
 	})
@@ -95,20 +95,41 @@ func (n *Node) stopFleet() {
 	}
 }
 
-// fleetSink publishes the broker's slices into the provider.
+// fleetSink publishes the broker's slices into the provider. On a
+// recording node each write is a fleet line whose order is drawn before
+// the write (as a load sample's is), numbered per tenant as the provider
+// counts its writes, so a replay finds the slice each decision judged.
+// The broker calls Publish one tenant at a time under its lock, so
+// writes needs no lock of its own.
 type fleetSink struct {
 	p      *core.LocalQuotaProvider
 	logger *slog.Logger
+	rec    *recorder         // nil: the node does not record
+	writes map[string]uint64 // the provider's writes of each tenant's slice, when recording
 }
 
-func (s fleetSink) Publish(tenant string, slice int64, validUntil time.Time) {
+func (s *fleetSink) Publish(tenant string, slice int64, validUntil time.Time) {
+	var order uint64
+	if s.rec != nil {
+		order = s.rec.provider.NextOrder()
+	}
 	var err error
-	if validUntil.IsZero() {
+	published := !validUntil.IsZero()
+	if !published {
 		if !s.p.WithdrawFleetSlice(tenant) {
 			err = core.ErrFleetSliceRejected
 		}
 	} else {
 		err = s.p.PublishFleetSlice(tenant, slice, validUntil)
+	}
+	if _, _, _, fleetLimited := s.p.FleetSlice(tenant); s.rec != nil && fleetLimited {
+		// Every write of a fleet-limited tenant counts, a refused publish
+		// too (it withdraws).
+		if s.writes == nil {
+			s.writes = map[string]uint64{}
+		}
+		s.writes[tenant]++
+		s.rec.fleetWrote(order, tenant, published && err == nil, slice, validUntil, s.writes[tenant])
 	}
 	if errors.Is(err, core.ErrFleetSliceRejected) {
 		// The tenant fails closed until a slice the provider takes.
