@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
 	"latent.dev/admission/edge/fleet/etcdproc"
+	"latent.dev/admission/edge/latentd/demo"
 	"latent.dev/admission/internal/shadow"
 	"latent.dev/admission/internal/trace"
 	"latent.dev/admission/policy"
@@ -269,6 +273,11 @@ func TestFleetNeverOverAcrossProcesses(t *testing.T) {
 			t.Fatalf("node %s admitted no acme activation: %v", n.id, admitted)
 		}
 	}
+	// etcd's whole history of acme's slices: at every revision they sum
+	// to at most the limit.
+	revisions, largest := sliceHistory(t, c, limit)
+	t.Logf("etcd: %d revisions of acme's slices, largest sum %d", revisions, largest)
+
 	// Each recording replays exactly under the same policy: the fleet
 	// lines give the candidate the slices each decision judged.
 	pol, err := os.ReadFile(c.policy)
@@ -294,6 +303,76 @@ func TestFleetNeverOverAcrossProcesses(t *testing.T) {
 	if peak != limit {
 		t.Errorf("the fleet never reached its limit (peak %d of %d) with more clients than the limit", peak, limit)
 	}
+}
+
+// sliceHistory reads every change of acme's slice keys from etcd's first
+// revision (a watch) and fails when the slices sum to more than limit at
+// any revision; it returns how many revisions changed them and the
+// largest sum.
+func sliceHistory(t *testing.T, c *fleetCluster, limit int64) (revisions int, largest int64) {
+	t.Helper()
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{c.etcd.Endpoint}, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), fleetPatience)
+	defer cancel()
+	prefix := "/latent/fleet/slices/acme/"
+	// A last key under the prefix (the nodes have stopped) marks where
+	// the history read ends.
+	const end = "/latent/fleet/slices/acme/~end-of-test"
+	put, err := client.Put(ctx, end, `{"has":0,"wants":0}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := put.Header.Revision
+	has := map[string]int64{}
+	sum := func() int64 {
+		var s int64
+		for _, v := range has {
+			s += v
+		}
+		return s
+	}
+	wch := client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(1))
+	var rev int64
+	for rev < head {
+		resp, ok := <-wch
+		if !ok || resp.Err() != nil {
+			t.Fatalf("watching acme's slices: %v", resp.Err())
+		}
+		for _, ev := range resp.Events {
+			if ev.Kv.ModRevision != rev && rev != 0 {
+				s := sum()
+				if s > limit {
+					t.Fatalf("at revision %d acme's slices sum to %d, over the limit %d: %v", rev, s, limit, has)
+				}
+				largest = max(largest, s)
+			}
+			if ev.Kv.ModRevision != rev {
+				revisions++
+			}
+			rev = ev.Kv.ModRevision
+			if ev.Type == clientv3.EventTypeDelete {
+				delete(has, string(ev.Kv.Key))
+				continue
+			}
+			var v struct {
+				Has int64 `json:"has"`
+			}
+			if err := json.Unmarshal(ev.Kv.Value, &v); err != nil {
+				t.Fatalf("revision %d: %s: %v", rev, ev.Kv.Value, err)
+			}
+			has[string(ev.Kv.Key)] = v.Has
+		}
+		if s := sum(); s > limit {
+			t.Fatalf("at revision %d acme's slices sum to %d, over the limit %d: %v", rev, s, limit, has)
+		} else {
+			largest = max(largest, s)
+		}
+	}
+	return revisions, largest
 }
 
 // TestFleetDeadNodeSliceReturns: a node SIGKILLed with its slice full
@@ -446,4 +525,49 @@ func TestFleetPartitionFailsClosed(t *testing.T) {
 	}
 	t.Logf("failed closed after the stop (first fleet-unavailable answer): %v (latest deadline %v); admitting again after SIGCONT: %v; globex served during the partition: %v",
 		failClosed, deadline.Sub(stopped), recovered, globexServed)
+}
+
+// An etcd that cannot be reached at start: latentd starts and serves,
+// refuses acme (retryable 503 fleet-unavailable), logs the endpoint's
+// error once, and does not retry without bound (its back-off).
+func TestFleetUnreachableEtcdAtStartFailsClosed(t *testing.T) {
+	dir := t.TempDir()
+	pol, err := fleetPolicyJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	policyFile, tokensFile := dir+"/policy.json", dir+"/tokens.json"
+	if err := os.WriteFile(policyFile, pol, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tokensFile, demo.TokensJSON(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startChild(t, "-policy", policyFile, "-tokens", tokensFile, "-listen", "127.0.0.1:0",
+		"-etcd", "http://127.0.0.1:1", "-node-id", "lonely", "-fleet-lease-ttl", "4s")
+	addr := c.waitLine(t, "latentd: serving on http://")
+	n := &fleetNode{id: "lonely", url: "http://" + addr}
+	defer fleetHTTP.CloseIdleConnections()
+	var a invokeAnswer
+	for range 5 {
+		a = n.invokeRoute("acme", "hello/greet") // the demonstration catalog's
+		if a.err != nil || a.status != 503 || a.reason != "fleet-unavailable" || !a.retryable {
+			t.Fatalf("acme with etcd unreachable: %d %q retryable %v (%v); want a retryable 503 fleet-unavailable", a.status, a.reason, a.retryable, a.err)
+		}
+	}
+	// The failure is logged, naming the endpoint's error.
+	waitFor(t, "the unreachable etcd is logged", func() bool {
+		return strings.Contains(c.stderr.String(), "connection refused")
+	})
+	time.Sleep(3 * time.Second)
+	if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for range c.lines {
+	}
+	_ = c.cmd.Wait()
+	log := c.stderr.String()
+	if n := strings.Count(log, "connection refused"); n < 1 || n > 3 {
+		t.Errorf("the refused connection is logged %d times, want once per kind of failure:\n%s", n, log)
+	}
 }

@@ -311,13 +311,16 @@ type invokeAnswer struct {
 }
 
 // invoke calls tenant's hold/run on n as its demonstration user.
-func (n *fleetNode) invoke(tenant string) invokeAnswer {
+func (n *fleetNode) invoke(tenant string) invokeAnswer { return n.invokeRoute(tenant, "hold/run") }
+
+// invokeRoute calls tenant's SERVICE/ROUTE on n as its demonstration user.
+func (n *fleetNode) invokeRoute(tenant, serviceRoute string) invokeAnswer {
 	token := DemoUserToken
 	if tenant == "globex" {
 		token = demoBobToken
 	}
 	a := invokeAnswer{start: time.Now()}
-	req, err := http.NewRequest(http.MethodPost, n.url+"/v1/invoke/"+tenant+"/hold/run", strings.NewReader("x"))
+	req, err := http.NewRequest(http.MethodPost, n.url+"/v1/invoke/"+tenant+"/"+serviceRoute, strings.NewReader("x"))
 	if err != nil {
 		a.err = err
 		return a
