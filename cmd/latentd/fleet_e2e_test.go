@@ -489,12 +489,16 @@ func TestFleetPartitionFailsClosed(t *testing.T) {
 	// give: TTL − MaxGrant (the wall-time ceiling) − Slack after it.
 	deadline := stopped.Add(fleetLeaseTTL - fleetWallMS*time.Millisecond - 500*time.Millisecond)
 	failClosed := map[string]time.Duration{}
-	globexServed := map[string]int{}
+	globexServed, shed := map[string]int{}, 0
 	for _, a := range got.snapshot() {
 		inPause := a.start.After(stopped) && a.end.Before(resumed)
 		switch {
 		case a.err != nil:
 			t.Fatalf("node %s, %s: %v", a.node, a.tenant, a.err)
+		case a.reason == "node-overloaded":
+			// Load shedding on a machine saturated by other work, which
+			// refuses every tenant alike: nothing the partition did.
+			shed++
 		case a.tenant == "globex" && a.start.After(stopped) && a.start.Before(resumed):
 			if a.status != 200 {
 				t.Errorf("node %s refused globex (not fleet-limited) during the partition: %d %s", a.node, a.status, a.reason)
@@ -523,8 +527,8 @@ func TestFleetPartitionFailsClosed(t *testing.T) {
 			t.Errorf("node %s served no globex request during the partition", n.id)
 		}
 	}
-	t.Logf("failed closed after the stop (first fleet-unavailable answer): %v (latest deadline %v); admitting again after SIGCONT: %v; globex served during the partition: %v",
-		failClosed, deadline.Sub(stopped), recovered, globexServed)
+	t.Logf("failed closed after the stop (first fleet-unavailable answer): %v (latest deadline %v); admitting again after SIGCONT: %v; globex served during the partition: %v; shed as node-overloaded: %d",
+		failClosed, deadline.Sub(stopped), recovered, globexServed, shed)
 }
 
 // An etcd that cannot be reached at start: latentd starts and serves,

@@ -87,8 +87,8 @@ func sleeperGuest(d time.Duration) []byte {
 	}, nil)
 }
 
-// fleetPolicyJSON is the demonstration policy with acme fleet-limited and
-// the wall-time ceiling at fleetWallMS.
+// fleetPolicyJSON is the demonstration policy with acme fleet-limited,
+// the wall-time ceiling at fleetWallMS and the overload thresholds at 1.
 func fleetPolicyJSON() ([]byte, error) {
 	var p map[string]any
 	if err := json.Unmarshal(demo.PolicyJSON(), &p); err != nil {
@@ -100,6 +100,12 @@ func fleetPolicyJSON() ([]byte, error) {
 		return nil, errors.New("the demonstration policy has no node.budget_ceiling")
 	}
 	ceiling["wall_time_ms"] = fleetWallMS
+	// The nodes, etcd and the clients share one machine: a node would
+	// shed load (node-overloaded) for the others' work. Only a pressure
+	// of 1 (every task stalled) sheds here.
+	if overload, ok := node["overload"].(map[string]any); ok {
+		overload["cpu_threshold"], overload["memory_threshold"] = 1, 1
+	}
 	p["fleet"] = map[string]any{"tenants": []string{"acme"}}
 	return json.MarshalIndent(p, "", " ")
 }
