@@ -135,6 +135,11 @@ func TestFleetBrokerOwnedByTheNode(t *testing.T) {
 	if !bytes.Contains(metrics.body, []byte(`latent_fleet_limit{tenant="acme"} 5`)) {
 		t.Fatalf("/metrics has no latent_fleet_limit for acme:\n%s", metrics.body)
 	}
+	// Without a token: the node's fleet series, none that names a tenant.
+	anonymous := tn.do(http.MethodGet, "/metrics", "", nil)
+	if bytes.Contains(anonymous.body, []byte(`tenant="acme"`)) || !bytes.Contains(anonymous.body, []byte("latent_fleet_etcd_up 1")) {
+		t.Fatalf("anonymous /metrics: want latent_fleet_etcd_up and no tenant's series:\n%s", anonymous.body)
+	}
 	tn.shutdown()
 	tl, err := fleet.GetLimit(ctx, client, "", "acme")
 	if err != nil {
