@@ -16,16 +16,18 @@ FUZZ_TARGETS = ./policy:FuzzDecodePolicy ./policy:FuzzValidIdentifier \
 
 # The modules: the library (.), the node edge (edge/, its own module so
 # that the library's embedders never get its dependencies; go.work ties
-# them together), the node's command (cmd/latentd) and the soak
-# (cmd/stress, whose -http soaks latentd), modules of their own because
-# they import the edge, and the dependency-hygiene consumer under
-# testdata/.
+# them together), the node's command (cmd/latentd), the soak
+# (cmd/stress, whose -http soaks latentd) and the operator's tool
+# (cmd/admissionctl, whose `fleet` verbs speak to etcd), modules of their
+# own because they import the edge, and the dependency-hygiene consumer
+# under testdata/. go.work makes `go run ./cmd/admissionctl` work from
+# the root.
 # `go test ./...` at the root does not descend into edge/, so each target
 # runs once per module.
-EDGE_MODULES = edge cmd/latentd cmd/stress
-TIDY_MODULES = . edge cmd/latentd cmd/stress testdata/consumer
+EDGE_MODULES = edge cmd/latentd cmd/stress cmd/admissionctl
+TIDY_MODULES = . edge cmd/latentd cmd/stress cmd/admissionctl testdata/consumer
 
-.PHONY: test race bench bench-edge bench-invoke compare compare-edge scaling profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check mutants ci guests node soak-http
+.PHONY: fleet test race bench bench-edge bench-invoke compare compare-edge scaling profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check mutants ci guests node soak-http
 
 # go test's default -timeout (10 minutes per test binary) assumes an idle
 # machine: under -race beside the other packages' tests on a loaded
@@ -202,6 +204,14 @@ guests:
 # makes `go run ./cmd/latentd` work from the root.
 node:
 	$(GO) run ./cmd/latentd $(NODE_FLAGS)
+
+# The fleet (docs/fleet.md): one etcd (Debian's etcd-server,
+# /usr/bin/etcd) and three latentd nodes on loopback, acme fleet-limited,
+# clients holding acme's guest on every node; each second each node's
+# slice and live count, the fleet total and the limit. FLEET_FLAGS:
+# -nodes, -limit, -clients, -duration, -requests, -v. Ctrl-C stops it all.
+fleet:
+	$(GO) run ./cmd/latentd fleet-demo $(FLEET_FLAGS)
 
 # An in-process latentd soaked over loopback: a bounded request loop
 # (SOAK_FLAGS: -requests, -duration, -concurrency), HTTP status counts,

@@ -9,6 +9,11 @@
 //	admissionctl shadow -policy FILE [-catalog FILE] [-report FILE.html] TRACE...
 //	admissionctl load [-proc DIR] [-cgroup DIR]
 //	admissionctl node push|deploy|undeploy|usage|snapshot [flags] ARGS (a running latentd)
+//	admissionctl fleet set TENANT LIMIT | get TENANT | list [flags] (the fleet limits in etcd)
+//
+// admissionctl is a module of its own (it needs the edge module's etcd
+// client for `fleet`), so that the library's embedders never see etcd;
+// go.work makes `go run ./cmd/admissionctl` work from the root.
 //
 // Flags may come before, between or after the files (`replay FILE
 // --check`); -flag and --flag are the same flag, and "--" ends the flags.

@@ -8,7 +8,9 @@
 // token file and guest on 127.0.0.1:8080 and prints a curl line that
 // calls it; any other start needs -tokens. `latentd soak` runs an
 // in-process node and a bounded HTTP request loop against it over
-// loopback.
+// loopback. `latentd fleet-demo` (make fleet) starts one etcd and three
+// nodes on loopback with acme fleet-limited, drives load at all three and
+// prints each node's slice and live count each second (docs/fleet.md).
 package main
 
 import (
@@ -31,6 +33,13 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "soak" {
 		signal.Stop(hup)
 		os.Exit(soakMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "fleet-demo" {
+		signal.Stop(hup)
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		code := fleetDemoMain(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	signals := make(chan os.Signal, 2)

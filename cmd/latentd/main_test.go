@@ -187,6 +187,17 @@ func TestFlagsAndFiles(t *testing.T) {
 		{[]string{"-allowed-host", "", "-tokens", tokens}, 2, "-allowed-host"},
 		{[]string{"-allowed-host", "a/b", "-tokens", tokens}, 2, "-allowed-host"},
 		{[]string{"-allowed-host", "node.example:8080", "-tokens", tokens}, 2, "without a port"},
+		{[]string{"-etcd-ca", "ca.pem"}, 2, "-etcd-ca needs -etcd"},
+		{[]string{"-node-id", "n1"}, 2, "-node-id needs -etcd"},
+		{[]string{"-fleet-lease-ttl", "5s"}, 2, "-fleet-lease-ttl needs -etcd"},
+		{[]string{"-etcd", ""}, 2, "-etcd: give at least one endpoint"},
+		{[]string{"-etcd", "127.0.0.1:2379"}, 2, `-etcd "127.0.0.1:2379": each endpoint must be http://HOST:PORT`},
+		{[]string{"-etcd", "http://127.0.0.1:2379,"}, 2, `-etcd "": each endpoint`},
+		{[]string{"-etcd", "http://127.0.0.1:2379", "-etcd-ca", "ca.pem"}, 2, "the endpoint must be https://"},
+		{[]string{"-etcd", "https://127.0.0.1:2379", "-etcd-cert", "c.pem"}, 2, "-etcd-cert and -etcd-key go together"},
+		{[]string{"-etcd", "http://127.0.0.1:2379", "-node-id", "a/b"}, 2, `-node-id "a/b"`},
+		{[]string{"-etcd", "http://127.0.0.1:2379", "-fleet-lease-ttl", "1500ms"}, 2, "-fleet-lease-ttl 1.5s: must be whole seconds, at least 2s"},
+		{[]string{"-etcd", "https://127.0.0.1:2379", "-etcd-ca", filepath.Join(t.TempDir(), "missing-ca.pem")}, 1, "missing-ca.pem"},
 	} {
 		var stderr bytes.Buffer
 		code := serveMain(context.Background(), tc.args, io.Discard, &stderr)

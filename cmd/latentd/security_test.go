@@ -329,7 +329,7 @@ func TestAMissingOrCorruptArtifactAtStartExitsOneNamingIt(t *testing.T) {
 type child struct {
 	cmd    *exec.Cmd
 	lines  chan string
-	stderr *bytes.Buffer
+	stderr *logBuffer
 	done   chan struct{}
 }
 
@@ -341,7 +341,7 @@ func startChild(t *testing.T, args ...string) *child {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &child{cmd: cmd, lines: make(chan string, 64), stderr: &bytes.Buffer{}, done: make(chan struct{})}
+	c := &child{cmd: cmd, lines: make(chan string, 64), stderr: &logBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

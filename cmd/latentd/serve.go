@@ -52,6 +52,11 @@ type options struct {
 	record                                   string
 	recordMaxBytes                           int64
 	maxConnections, maxConnectionsPerClient  int
+	// The fleet broker's etcd (docs/fleet.md): none without -etcd.
+	etcd                      []string
+	etcdCA, etcdCert, etcdKey string
+	nodeID                    string
+	fleetLeaseTTL             time.Duration
 }
 
 // newLogger is the node's logger on w in the format -log-format names.
@@ -96,7 +101,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.maxConnections, "max-connections", latentd.DefaultMaxConnections, "the most connections the node holds open at once; past it a new one is closed as soon as accepted")
 	fs.IntVar(&o.maxConnectionsPerClient, "max-connections-per-client", latentd.DefaultMaxConnectionsPerClient,
 		"the most connections one client (an IP address, or an IPv6 /64) holds open at once; behind a proxy on this host every client is the proxy's")
+	etcd := fs.String("etcd", "", "etcd client `ENDPOINTS` (comma-separated URLs, http:// or https://) of the fleet broker, for the tenants the policy's fleet block marks (docs/fleet.md); without it those tenants are refused")
+	fs.StringVar(&o.etcdCA, "etcd-ca", "", "PEM `FILE` of the CAs that sign etcd's server certificate (TLS to etcd)")
+	fs.StringVar(&o.etcdCert, "etcd-cert", "", "client certificate PEM `FILE` for etcd's client certificate authentication (with -etcd-key)")
+	fs.StringVar(&o.etcdKey, "etcd-key", "", "the private key of -etcd-cert, in PEM `FILE`")
+	hostname, _ := os.Hostname()
+	fs.StringVar(&o.nodeID, "node-id", hostname, "this node's `ID` in etcd, unique in the fleet (default: the host name)")
+	fs.DurationVar(&o.fleetLeaseTTL, "fleet-lease-ttl", 10*time.Second, "the etcd lease's time to live: whole seconds, at least 2s; a dead node's slices return after it")
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if err := o.parseFleetFlags(*etcd, fs); err != nil {
 		return o, err
 	}
 	if o.logFormat != "text" && o.logFormat != "json" {
@@ -235,6 +250,14 @@ func start(ctx context.Context, o options, logger *slog.Logger) (*started, error
 		AllowedHosts: o.allowedHosts, Logger: logger,
 		RecordPath: o.record, RecordMaxBytes: o.recordMaxBytes, RecordPolicySHA256: policySHA256,
 		MaxConnections: o.maxConnections, MaxConnectionsPerClient: o.maxConnectionsPerClient}
+	if cfg.Fleet, err = fleetConfig(o); err != nil {
+		return nil, err
+	}
+	if cfg.Fleet != nil {
+		client := cfg.Fleet.Client
+		prev := s.cleanup
+		s.cleanup = func() { _ = client.Close(); prev() }
+	}
 	if o.accessLog {
 		cfg.AccessLog = logger.With("log", "access")
 	}

@@ -45,6 +45,7 @@ type tenantState struct {
 	lastRefused uint64 // Usage.Refused at the last round
 	problem     string // the problem last logged, "" none
 	withdrawn   bool   // failing closed for problem
+	limit       int64  // the limit as last read; -1 before the first read
 }
 
 // New checks cfg and returns a broker that has not started: [Broker.Run]
@@ -65,6 +66,7 @@ func New(cfg Config) (*Broker, error) {
 			slicePrefix: c.Prefix + "slices/" + t.Name + "/",
 			ownKey:      c.Prefix + "slices/" + t.Name + "/" + c.NodeID,
 			margin:      t.MaxGrant + c.Slack,
+			limit:       -1,
 		})
 	}
 	b.metrics = newMetrics(names)
@@ -193,4 +195,30 @@ func (b *Broker) failClosed(t *tenantState, gen uint64, problem error) {
 	if changed {
 		b.cfg.Logger.Error("fleet: tenant fails closed", "tenant", t.name, "node", b.cfg.NodeID, "error", problem)
 	}
+}
+
+// TenantStatus is one fleet-limited tenant as the broker last saw it, for
+// operators (a status page).
+type TenantStatus struct {
+	Name string
+	// Limit is the fleet limit as last read from etcd; -1 before the
+	// first read that decoded.
+	Limit int64
+	// Held is this node's slice in etcd under its current lease, as last
+	// written; Published the slice last published into the sink.
+	Held, Published int64
+	// Problem is why the tenant fails closed on this node, "" when it
+	// does not for a value in etcd.
+	Problem string
+}
+
+// Status reports every configured tenant, in the configuration's order.
+func (b *Broker) Status() []TenantStatus {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]TenantStatus, 0, len(b.tenants))
+	for _, t := range b.tenants {
+		out = append(out, TenantStatus{Name: t.name, Limit: t.limit, Held: t.has, Published: t.published, Problem: t.problem})
+	}
+	return out
 }

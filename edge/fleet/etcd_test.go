@@ -161,18 +161,6 @@ func (e *etcdServer) launch(t *testing.T) error {
 	return fmt.Errorf("etcd did not answer within %v:\n%s", patience, e.log.String())
 }
 
-// restart kills etcd (SIGKILL), waits for it to exit, and starts it again
-// on the same data directory and ports.
-func (e *etcdServer) restart(t *testing.T) {
-	t.Helper()
-	_ = e.cmd.Process.Kill()
-	err := <-e.exited
-	e.exited <- err
-	if err := e.launch(t); err != nil {
-		t.Fatalf("etcd did not restart: %v", err)
-	}
-}
-
 // client returns a new client of e, closed when the test ends.
 func (e *etcdServer) client(t *testing.T) *clientv3.Client {
 	t.Helper()

@@ -224,7 +224,17 @@ func TestEtcdRestart(t *testing.T) {
 		return s["node-a"] > 0 && s["node-b"] > 0
 	})
 	killed := time.Now()
-	e.restart(t)
+	// Killed, and started again only once both nodes have seen a request
+	// fail: on a quick restart the client's own retries can hide it.
+	_ = e.cmd.Process.Kill()
+	exitErr := <-e.exited
+	e.exited <- exitErr
+	waitFor(t, "both nodes to log a failed request while etcd is down", func() bool {
+		return countLines(logs[0], "fleet: etcd request failed") > 0 && countLines(logs[1], "fleet: etcd request failed") > 0
+	})
+	if err := e.launch(t); err != nil {
+		t.Fatalf("etcd did not restart: %v", err)
+	}
 	// A deadline later than the kill plus TTL less the margin comes
 	// from a keep-alive sent after the kill: the node's lease was renewed
 	// by the restarted etcd (or replaced).

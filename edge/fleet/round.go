@@ -182,6 +182,9 @@ func (b *Broker) read(ctx context.Context, t *tenantState, lease clientv3.LeaseI
 		v.own, v.ownFound = s, true
 	}
 	b.metrics.limit.WithLabelValues(t.name).Set(float64(v.limit))
+	b.mu.Lock()
+	t.limit = v.limit
+	b.mu.Unlock()
 	return v, true
 }
 

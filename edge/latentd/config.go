@@ -121,6 +121,10 @@ type Config struct {
 	// RecordPolicySHA256 is the SHA-256 (hex) of the policy file's bytes,
 	// for the trace's header; empty when the caller has no file.
 	RecordPolicySHA256 string
+	// Fleet, when not nil, runs the fleet broker on etcd for the tenants
+	// the policy's fleet block marks (fleet.go, docs/fleet.md). Nil with
+	// such tenants refuses them (fleet-unavailable), logged once at start.
+	Fleet *FleetConfig
 	// recordCreate, when set, opens the trace file instead of the file
 	// system (a test's seam: a full disk).
 	recordCreate func(path string) (trace.File, error)

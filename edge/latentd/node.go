@@ -16,6 +16,7 @@ import (
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
+	"latent.dev/admission/edge/fleet"
 	"latent.dev/admission/edge/guest"
 	"latent.dev/admission/edge/metrics"
 	"latent.dev/admission/node/loadsampler"
@@ -79,6 +80,13 @@ type Node struct {
 	// as not available. Written by New before the node serves, only read
 	// after.
 	unavailable map[releaseKey]bool
+	// fleetTenants are the policy's fleet-limited tenants; fleet is their
+	// broker (nil without Config.Fleet), run by New and stopped by
+	// Shutdown through fleetStop.
+	fleetTenants []string
+	fleet        *fleet.Broker
+	fleetStop    context.CancelFunc
+	fleetDone    chan struct{}
 }
 
 // releaseKey names one release of one deployment.
@@ -213,6 +221,11 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("latentd: metrics: %w", err)
 	}
 
+	if err := n.startFleet(); err != nil {
+		return nil, err
+	}
+	undo = append(undo, n.stopFleet)
+
 	n.base = provider.Controller(core.ControllerConfig{Source: pin, Load: n.load})
 	n.view.Store(&view{pin: pin, controller: n.base})
 	n.hardStop, n.hardStopNow = context.WithCancel(context.Background())
@@ -341,7 +354,8 @@ func (n *Node) ReloadDone(ok bool) {
 
 // Shutdown stops accepting, lets running activations finish within the
 // grace period (then interrupts them), waits for every handler and
-// activation, releases every permit, stops the sampler and closes the
+// activation, releases every permit, stops the fleet broker (which
+// revokes its lease, returning its slices), stops the sampler and closes the
 // guest runtime, the catalog and, last, the trace (Config.RecordPath).
 // It is idempotent; an error names what did not end cleanly.
 func (n *Node) Shutdown(ctx context.Context) error {
@@ -367,6 +381,9 @@ func (n *Node) shutdown(ctx context.Context) error {
 	n.inflight.Wait()
 	n.hardStopNow()
 	n.pipe.Close()
+	// No activation is live: the broker withdraws the slices and
+	// revokes its lease at once, so they return to the fleet now.
+	n.stopFleet()
 	n.stopSampler()
 	if err := n.cfg.Guests.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("latentd: guests: %w", err))

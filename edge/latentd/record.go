@@ -160,6 +160,17 @@ func (r *recorder) loaded(s *core.LoadSample, order uint64) {
 	}})
 }
 
+// fleetWrote records a write of tenant's fleet slice, the writes-th,
+// whose order was drawn before it: a publish of slice valid until
+// validUntil, or a withdrawal when published is false.
+func (r *recorder) fleetWrote(order uint64, tenant string, published bool, slice int64, validUntil time.Time, writes uint64) {
+	f := &trace.Fleet{Tenant: tenant, Published: published, Writes: writes}
+	if published {
+		f.Slice, f.ValidUntilT = slice, int64(validUntil.Sub(r.start))
+	}
+	r.w.Add(trace.Line{Kind: trace.KindFleet, Order: order, T: r.now(), Fleet: f})
+}
+
 // recordingTarget is the sampler's target on a recording node: the
 // node's load state, and a load line for every sample it accepts.
 type recordingTarget struct {
@@ -307,6 +318,9 @@ func (r *recorder) admit(v *view, req *http.Request, areq *core.AdmissionRequest
 		d.CommitLoadSequence = rec.CommitLoad.Sequence
 	}
 	d.Committed = rec.Committed
+	if f := rec.Fleet; f.Read {
+		d.Fleet = &trace.FleetReading{Published: f.Published, Slice: f.Slice, RemainingNS: int64(f.Remaining), Writes: f.Writes}
+	}
 	setAnswer(&d, err)
 	r.w.Add(trace.Line{Kind: trace.KindDecision, Order: rec.Order, T: t, Decision: &d})
 	return permit, err

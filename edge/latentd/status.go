@@ -140,6 +140,7 @@ func (st *statusState) serveStatus(w http.ResponseWriter, _ *http.Request) {
 	for _, s := range u.Tenants {
 		out.Scopes = append(out.Scopes, statusScope("tenant", s.Name, s))
 	}
+	out.Fleet = st.n.fleetStatus(time.Now()) // the slices' deadlines are on the monotonic clock
 	for _, s := range u.TrustClasses {
 		out.Scopes = append(out.Scopes, statusScope("trust-class", s.Name, s))
 	}

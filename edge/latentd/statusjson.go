@@ -17,6 +17,29 @@ type (
 		// Recording is the -record trace's state; absent when the node
 		// does not record.
 		Recording *statusRecordJSON `json:"recording,omitempty"`
+		// Fleet is each fleet-limited tenant's slice (docs/fleet.md);
+		// absent when the policy marks none.
+		Fleet []statusFleetJSON `json:"fleet,omitempty"`
+	}
+	statusFleetJSON struct {
+		Tenant string `json:"tenant"`
+		// Slice is the slice admission admits under now; Published false
+		// (and Slice 0) when none is: the tenant is refused as
+		// fleet-unavailable. ValidForMS is how long the slice stays
+		// valid (its local deadline less now; 0 or less: lapsed).
+		Slice      int64 `json:"slice"`
+		Published  bool  `json:"published"`
+		ValidForMS int64 `json:"valid_for_ms"`
+		// Live is the tenant's live activations on this node.
+		Live uint64 `json:"live_activations"`
+		// Limit is the fleet limit as last read from etcd, -1 when not
+		// read yet (or no broker runs); Held is this node's slice in etcd.
+		Limit int64 `json:"fleet_limit"`
+		Held  int64 `json:"held"`
+		// Broker is false when no broker runs (no -etcd): the tenant is
+		// refused. Problem is why it fails closed for a value in etcd.
+		Broker  bool   `json:"broker"`
+		Problem string `json:"problem,omitempty"`
 	}
 	statusRecordJSON struct {
 		Path string `json:"path"`

@@ -126,7 +126,9 @@ type replay struct {
 	permits map[uint64]*held
 	due     dueHeap
 	latest  *trace.Load // the latest sample handed out in order
-	conv    map[uint64]*core.LoadSample
+	// fleet is each fleet-limited tenant's latest slice writes (fleet.go).
+	fleet map[string]*fleetHistory
+	conv  map[uint64]*core.LoadSample
 
 	res      Result
 	refusals map[[2]string]*Refusals
@@ -280,6 +282,8 @@ func (r *replay) line(l *trace.Line) error {
 	case trace.KindLoad:
 		s := *l.Load
 		r.latest = &s
+	case trace.KindFleet:
+		r.fleetLine(l.Fleet)
 	case trace.KindDecision:
 		r.decide(l)
 	case trace.KindStart:
@@ -373,6 +377,9 @@ func (r *replay) candidate(l *trace.Line, recorded Answer) (Answer, *core.Admiss
 	}
 	r.clock.set(r.at(l.T), d.Since)
 	r.prepareLoad(d)
+	if d.Fleet != nil {
+		defer r.judgeFleet(d.Target.Tenant, d.Fleet.Writes)()
+	}
 	p, err := r.controller(in.pin).Admit(req)
 	if err != nil {
 		var ce core.Error

@@ -59,6 +59,7 @@ func (l *Line) check() error {
 	note(l.Decision != nil, KindDecision)
 	note(l.Move != nil, "start or release")
 	note(l.Dropped != nil, KindDropped)
+	note(l.Fleet != nil, KindFleet)
 	ok := false
 	switch l.Kind {
 	case KindHeader:
@@ -77,6 +78,8 @@ func (l *Line) check() error {
 		want, ok = "start or release", l.Move != nil
 	case KindDropped:
 		want, ok = KindDropped, l.Dropped != nil
+	case KindFleet:
+		want, ok = KindFleet, l.Fleet != nil && l.Fleet.Tenant != ""
 	case "":
 		return errors.New(`no kind ("k")`)
 	default:
@@ -104,7 +107,8 @@ func (l *Line) partsProblem(ok bool, want string) error {
 		set  bool
 		what string
 	}{{l.Header != nil, KindHeader}, {l.Catalog != nil, KindCatalog}, {l.Change != nil, "deploy or undeploy"},
-		{l.Load != nil, KindLoad}, {l.Decision != nil, KindDecision}, {l.Move != nil, "start or release"}, {l.Dropped != nil, KindDropped}} {
+		{l.Load != nil, KindLoad}, {l.Decision != nil, KindDecision}, {l.Move != nil, "start or release"}, {l.Dropped != nil, KindDropped},
+		{l.Fleet != nil, KindFleet}} {
 		if p.set {
 			set = append(set, p.what)
 		}

@@ -54,6 +54,7 @@ const (
 	KindStart    = "start"    // a permit started execution, or found its deadline passed
 	KindRelease  = "release"  // a permit's reservation was released (or reclaimed)
 	KindDropped  = "dropped"  // lines were dropped because the buffer was full
+	KindFleet    = "fleet"    // a fleet-limited tenant's slice was published or withdrawn
 )
 
 // Stages of a decision: who gave the answer.
@@ -93,6 +94,7 @@ type Line struct {
 	*Decision `json:",omitempty"`
 	*Move     `json:",omitempty"`
 	*Dropped  `json:",omitempty"`
+	*Fleet    `json:",omitempty"`
 }
 
 // Header opens every file of a trace.
@@ -207,6 +209,9 @@ type Decision struct {
 	// step 10). Committed: it reached the commit (step 13).
 	Clock     bool `json:"clock,omitempty"`
 	Committed bool `json:"committed,omitempty"`
+	// Fleet is the fleet slice the commit judged (core.FleetReading), for
+	// a fleet-limited tenant's decision that reached the fleet check.
+	Fleet *FleetReading `json:"fleet,omitempty"`
 	// Since are the monotonic readings after T (core.DecisionRecord).
 	Since []int64 `json:"since_ns,omitempty"`
 	// LoadSequence and CommitLoadSequence name the samples step 12 and
@@ -237,4 +242,28 @@ type Move struct {
 // replayed exactly.
 type Dropped struct {
 	Lines uint64 `json:"dropped_lines"`
+}
+
+// Fleet is a publish or a withdrawal of a fleet-limited tenant's slice
+// (docs/fleet.md): its order is drawn before the write, as a load
+// sample's is, so every decision that judges it comes after its line.
+type Fleet struct {
+	Tenant string `json:"fleet_tenant"`
+	// Published: a slice valid until ValidUntilT (ns since the header's
+	// StartUnixNano, on the monotonic clock); false: withdrawn.
+	Published   bool  `json:"fleet_published,omitempty"`
+	Slice       int64 `json:"fleet_slice,omitempty"`
+	ValidUntilT int64 `json:"fleet_valid_until_t,omitempty"`
+	// Writes is the tenant's count of slice writes with this one
+	// (core.FleetReading.Writes counts the same way).
+	Writes uint64 `json:"fleet_writes"`
+}
+
+// FleetReading is what a decision's commit read of its tenant's slice
+// (core.FleetReading).
+type FleetReading struct {
+	Published   bool   `json:"published,omitempty"`
+	Slice       int64  `json:"slice,omitempty"`
+	RemainingNS int64  `json:"remaining_ns"`
+	Writes      uint64 `json:"writes"`
 }

@@ -151,8 +151,36 @@
     p.textContent = "Recording has stopped: " + rec.error + " (" + count(rec.write_errors) + " write errors, " +
       count(rec.dropped_lines) + " lines dropped; retried every second)";
   }
+  // renderFleet shows each fleet-limited tenant's slice, its validity, its
+  // live use and the fleet limit as last read; hidden when there is none.
+  function renderFleet(list) {
+    const section = document.getElementById("fleet-section");
+    const body = document.querySelector("#fleet tbody");
+    if (!list || list.length === 0) {
+      section.hidden = true;
+      body.replaceChildren();
+      return;
+    }
+    section.hidden = false;
+    body.replaceChildren(...list.map(function (f) {
+      const tr = el("tr", { "data-tenant": f.tenant });
+      let state = "admitting";
+      if (!f.broker) state = "refused: no etcd configured";
+      else if (f.problem) state = "refused: " + f.problem;
+      else if (!f.published || f.valid_for_ms <= 0) state = "refused: no valid slice";
+      tr.appendChild(el("td", {}, f.tenant));
+      tr.appendChild(el("td", { class: "num" }, count(f.live_activations)));
+      tr.appendChild(el("td", { class: "num" }, f.published ? count(f.slice) : "none"));
+      tr.appendChild(el("td", { class: "num" }, f.published ? (f.valid_for_ms / 1000).toFixed(1) + " s" : "-"));
+      tr.appendChild(el("td", { class: "num" }, count(f.held)));
+      tr.appendChild(el("td", { class: "num" }, f.fleet_limit >= 0 ? count(f.fleet_limit) : "not read"));
+      tr.appendChild(el("td", { class: state === "admitting" ? "outcome-success" : "outcome-other" }, state));
+      return tr;
+    }));
+  }
   function render(data) {
     renderRecording(data.recording);
+    renderFleet(data.fleet);
     renderScopes(data.scopes);
     renderClasses(data);
     renderLoad(data.load);
@@ -169,6 +197,7 @@
     document.getElementById("content").hidden = true;
     for (const id of ["scopes", "queues", "cells", "load", "rejections"]) replace(id, []);
     document.querySelector("#outcomes tbody").replaceChildren();
+    document.querySelector("#fleet tbody").replaceChildren();
   }
 
   async function poll(gen) {
