@@ -2,8 +2,6 @@ package trace
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -74,7 +72,7 @@ type WriterConfig struct {
 
 // Writer writes a trace file: [Writer.Add] queues a line without ever
 // blocking, and one goroutine encodes the queued lines, one JSON object a
-// line, into the file. Lines that find the queue full are dropped and
+// line ([AppendLine]), into the file. Lines that find the queue full are dropped and
 // counted, and a [KindDropped] line in the file says how many, so that a
 // reader knows the trace is not exact.
 //
@@ -101,8 +99,7 @@ type Writer struct {
 	// Owned by the writing goroutine (and NewWriter before it starts).
 	f         File
 	bw        *bufio.Writer
-	enc       *json.Encoder
-	buf       bytes.Buffer
+	line      []byte // the line being encoded (AppendLine), reused
 	size      int64  // bytes given to bw since the file began
 	synced    int64  // size at the last successful flush: a line boundary
 	unflushed uint64 // lines counted written since the last successful flush
@@ -136,8 +133,6 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 		cfg.Create = createFile
 	}
 	w := &Writer{cfg: cfg, lines: make(chan Line, cfg.Buffer), stop: make(chan struct{}), done: make(chan struct{})}
-	w.enc = json.NewEncoder(&w.buf)
-	w.enc.SetEscapeHTML(false)
 	w.bw = bufio.NewWriterSize(nil, 64<<10)
 	if err := w.open(); err != nil {
 		return nil, w.pathError(err)

@@ -105,12 +105,13 @@ func (w *Writer) put(l *Line) bool {
 	if w.failing != nil {
 		return false
 	}
-	w.buf.Reset()
-	if err := w.enc.Encode(l); err != nil {
+	line, err := AppendLine(w.line[:0], l)
+	w.line = line
+	if err != nil {
 		// A line that cannot be encoded (a NaN pressure) is dropped.
 		return false
 	}
-	n, err := w.bw.Write(w.buf.Bytes())
+	n, err := w.bw.Write(line)
 	w.size += int64(n)
 	if err != nil {
 		w.fail(err)
@@ -221,12 +222,13 @@ func (w *Writer) open() error {
 	w.f, w.size, w.synced = f, 0, 0
 	w.bw.Reset(f)
 	h := Line{Kind: KindHeader, Header: &Header{Version: Version, StartUnixNano: w.cfg.StartUnixNano, File: w.file, PolicySHA256: w.cfg.PolicySHA256}}
-	w.buf.Reset()
-	if err := w.enc.Encode(&h); err != nil {
+	line, err := AppendLine(w.line[:0], &h)
+	w.line = line
+	if err != nil {
 		_ = f.Close()
 		return err
 	}
-	n, err := w.bw.Write(w.buf.Bytes())
+	n, err := w.bw.Write(line)
 	w.size += int64(n)
 	if err != nil {
 		_ = f.Close()
