@@ -99,17 +99,30 @@ func (w *Writer) flush() bool {
 	return true
 }
 
+// inPlaceBytes is the room in the file buffer below which a line is
+// encoded apart and copied in: more than a decision line takes.
+const inPlaceBytes = 4 << 10
+
 // put encodes l into the file and rotates when the file has reached
 // MaxBytes; false when it could not be written.
 func (w *Writer) put(l *Line) bool {
 	if w.failing != nil {
 		return false
 	}
-	line, err := AppendLine(w.line[:0], l)
-	w.line = line
+	// Encoded in place in the file buffer while it has room (bufio's
+	// Write then copies nothing), else in w.line.
+	inPlace := w.bw.Available() >= inPlaceBytes
+	buf := w.line[:0]
+	if inPlace {
+		buf = w.bw.AvailableBuffer()
+	}
+	line, err := AppendLine(buf, l)
 	if err != nil {
 		// A line that cannot be encoded (a NaN pressure) is dropped.
 		return false
+	}
+	if !inPlace {
+		w.line = line
 	}
 	n, err := w.bw.Write(line)
 	w.size += int64(n)
