@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,6 +61,9 @@ type recorder struct {
 	w        *trace.Writer
 	start    time.Time
 	provider *core.LocalQuotaProvider
+	// parts holds the *decisionParts the writer is done with (its
+	// Recycle), for the next decisions.
+	parts sync.Pool
 }
 
 // Moved is the provider's core.Journal: starts and releases.
@@ -81,7 +85,7 @@ func (r *recorder) now() int64 { return int64(time.Since(r.start)) }
 func (r *recorder) open(cfg Config) error {
 	w, err := trace.NewWriter(trace.WriterConfig{Path: cfg.RecordPath, MaxBytes: cfg.RecordMaxBytes,
 		StartUnixNano: r.start.UnixNano(), PolicySHA256: cfg.RecordPolicySHA256, NextOrder: r.provider.NextOrder,
-		Logger: cfg.Logger.With("component", "record"), Create: cfg.recordCreate})
+		Logger: cfg.Logger.With("component", "record"), Create: cfg.recordCreate, Recycle: r.recycle})
 	if err != nil {
 		return fmt.Errorf("latentd: record: %w", err)
 	}
@@ -301,10 +305,29 @@ type decisionParts struct {
 	times [2]int64 // the requested wall time and deadline (setRequest)
 }
 
+// recycle is the writer's Recycle: a decision's parts, written, are
+// reused.
+func (r *recorder) recycle(owner any) {
+	if parts, ok := owner.(*decisionParts); ok {
+		r.parts.Put(parts)
+	}
+}
+
+// newParts is a zeroed decisionParts: one the writer is done with, or a
+// new one.
+func (r *recorder) newParts() *decisionParts {
+	if parts, ok := r.parts.Get().(*decisionParts); ok {
+		*parts = decisionParts{}
+		return parts
+	}
+	return new(decisionParts)
+}
+
 // admit is Admit on a recording node: AdmitRecorded, and the decision's
-// line, its parts in one allocation.
+// line, its parts in one decisionParts that the writer hands back once
+// it has written the line.
 func (r *recorder) admit(v *view, req *http.Request, areq *core.AdmissionRequest, p Principal, inv *invocation) (*core.AdmissionPermit, error) {
-	parts := new(decisionParts)
+	parts := r.newParts()
 	rec := &parts.rec
 	permit, err := v.controller.AdmitRecorded(areq, rec)
 	d := &parts.d
@@ -335,7 +358,9 @@ func (r *recorder) admit(v *view, req *http.Request, areq *core.AdmissionRequest
 	}
 	d.Committed = rec.Committed
 	setAnswer(d, err)
-	r.w.Add(trace.Line{Kind: trace.KindDecision, Order: rec.Order, T: t, Decision: d})
+	if !r.w.Add(trace.Line{Kind: trace.KindDecision, Order: rec.Order, T: t, Decision: d, Owner: parts}) {
+		r.parts.Put(parts)
+	}
 	return permit, err
 }
 

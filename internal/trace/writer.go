@@ -65,6 +65,11 @@ type WriterConfig struct {
 	// Logger, when set, is told when a write fails (once, when the
 	// recording stops) and when writing succeeds again.
 	Logger *slog.Logger
+	// Recycle, when set, is called on the writing goroutine with the
+	// Owner of every line the writer took from its queue, once it has
+	// written (or dropped) it: the line's parts are no longer read, and
+	// the owner may reuse them. A line Add refuses is not handed back.
+	Recycle func(owner any)
 	// Create opens Path for writing, created or truncated; nil is
 	// os.OpenFile. It is the file system's seam for tests.
 	Create func(path string) (File, error)
@@ -179,7 +184,8 @@ func (l *Line) QueuedBytes() int64 {
 // Add queues line to be written. It never blocks: when the queue is full
 // (in lines or in bytes), or the writer is closed, the line is dropped
 // (and counted when the queue was full) and Add returns false. The line's
-// parts must not be changed after Add.
+// parts must not be changed after Add; when it returns false they are
+// the caller's again (its Owner is not handed to WriterConfig.Recycle).
 func (w *Writer) Add(line Line) bool {
 	switch w.tryAdd(&line) {
 	case added:

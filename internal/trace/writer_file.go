@@ -41,17 +41,23 @@ func (w *Writer) take(l *Line) {
 	} else {
 		w.dropped.Add(1)
 	}
+	if l.Owner != nil && w.cfg.Recycle != nil {
+		w.cfg.Recycle(l.Owner)
+	}
 }
 
 // drain writes queued lines until the queue is momentarily empty; while
 // it does, a tick still flushes (and reports drops).
 func (w *Writer) drain(tick <-chan time.Time) {
-	for {
+	for n := 1; ; n++ {
 		select {
 		case l := <-w.lines:
 			w.take(&l)
 		default:
 			return
+		}
+		if n%tickEvery != 0 {
+			continue
 		}
 		select {
 		case <-tick:
@@ -60,6 +66,10 @@ func (w *Writer) drain(tick <-chan time.Time) {
 		}
 	}
 }
+
+// tickEvery is how many lines drain writes between looks at the ticker
+// (a look takes the timer's lock and reads the clock).
+const tickEvery = 64
 
 // settle retries a failed recording when it is time, writes a dropped
 // line if lines were dropped since the last one, then flushes.
