@@ -253,8 +253,31 @@ const hexDigits = "0123456789abcdef"
 // escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029 as \u2028, \u2029.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	i := 0
+	for i < len(s) && plainBytes[s[i]] {
+		i++
+	}
+	if i == len(s) {
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	return appendEscaped(dst, s, i)
+}
+
+// plainBytes are the bytes appendString copies as they are: ASCII, not
+// a control character, '"' or '\\'.
+var plainBytes = func() (t [256]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
+
+// appendEscaped is appendString's rest from s[i], the first byte that
+// is not plain; the opening quote is in dst.
+func appendEscaped(dst []byte, s string, i int) []byte {
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		if b := s[i]; b < utf8.RuneSelf {
 			if b >= 0x20 && b != '"' && b != '\\' {
 				i++

@@ -125,3 +125,40 @@ func TestAppendLineMatchesEncodingJSON(t *testing.T) {
 		require.Error(t, err, "%v", f)
 	}
 }
+
+// BenchmarkAppendLine is a decision line as the recorder writes one,
+// encoded by AppendLine and by the json.Encoder the writer used before.
+func BenchmarkAppendLine(b *testing.B) {
+	wall := int64(5e9)
+	l := Line{Kind: KindDecision, Order: 123456789, T: 987654321, Decision: &Decision{Stage: StageCore,
+		Principal: &Principal{Kind: "user", Subject: "alice", Tenant: "acme"},
+		Target:    Target{Tenant: "acme", Service: "echo", Route: "run"},
+		Revision: &Revision{Tenant: "acme", Service: "echo", Route: "run", Contract: "echo-contract", Function: "echo",
+			Revision: "r-2026-11-30T10:00:00Z", Release: "stable"},
+		Generation: 3, ActivationID: "bench-activation", Priority: 5, Budget: Budget{CPUFuel: 1e9, MemoryBytes: 64 << 20, WallTimeNS: &wall},
+		PayloadBytes: 1, Clock: true, Committed: true, Since: []int64{1234}, Answer: AnswerAdmitted}}
+	b.Run("AppendLine", func(b *testing.B) {
+		var buf []byte
+		b.ReportAllocs()
+		for b.Loop() {
+			var err error
+			if buf, err = AppendLine(buf[:0], &l); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.SetBytes(int64(len(buf)))
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		b.ReportAllocs()
+		for b.Loop() {
+			buf.Reset()
+			if err := enc.Encode(&l); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.SetBytes(int64(buf.Len()))
+	})
+}
