@@ -313,11 +313,12 @@ func (r *recorder) recycle(owner any) {
 	}
 }
 
-// newParts is a zeroed decisionParts: one the writer is done with, or a
-// new one.
+// newParts is a decisionParts whose record and decision are zero: one
+// the writer is done with, or a new one. (admit sets the principal and
+// the revision whole, and the readings and times it points at.)
 func (r *recorder) newParts() *decisionParts {
 	if parts, ok := r.parts.Get().(*decisionParts); ok {
-		*parts = decisionParts{}
+		parts.rec, parts.d = core.DecisionRecord{}, trace.Decision{}
 		return parts
 	}
 	return new(decisionParts)
