@@ -84,7 +84,7 @@ func FuzzAppendLineMatchesEncodingJSON(f *testing.F) {
 	f.Add(uint16(16), "decision", "acme", "core", uint64(11), int64(12), 0.5, 0.25, []byte("x"), uint16(0xffff))
 	f.Add(uint16(127), "k\"\\<>&\u2028\u2029\x00\x1f\b\f\n\r\t", "\xff\xfeé日本", "a\xc3", uint64(math.MaxUint64), int64(math.MinInt64), 1e-7, 1e21, []byte{}, uint16(0))
 	f.Add(uint16(8), "load", "", "", uint64(0), int64(0), math.Inf(1), 0.0, []byte(nil), uint16(2))
-	f.Add(uint16(8), "load", "", "", uint64(3), int64(-1), -0.0, math.NaN(), []byte(nil), uint16(0))
+	f.Add(uint16(8), "load", "", "", uint64(3), int64(-1), math.Copysign(0, -1), math.NaN(), []byte(nil), uint16(0))
 	f.Add(uint16(8), "load", "", "", uint64(3), int64(-1), 123456789e-15, -1.5e300, []byte(nil), uint16(0))
 	f.Add(uint16(2|4), "catalog", "", "", uint64(1), int64(2), 0.0, 0.0, bytes.Repeat([]byte{0xfb, 0xff}, 40), uint16(1))
 	f.Fuzz(func(t *testing.T, parts uint16, s1, s2, s3 string, u uint64, i int64, f1, f2 float64, b []byte, flags uint16) {
