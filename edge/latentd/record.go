@@ -61,9 +61,9 @@ type recorder struct {
 	w        *trace.Writer
 	start    time.Time
 	provider *core.LocalQuotaProvider
-	// parts holds the *decisionParts the writer is done with (its
-	// Recycle), for the next decisions.
-	parts sync.Pool
+	// parts and moves hold the *decisionParts and *trace.Move the
+	// writer is done with (its Recycle), for the next lines.
+	parts, moves sync.Pool
 }
 
 // Moved is the provider's core.Journal: starts and releases.
@@ -72,10 +72,15 @@ func (r *recorder) Moved(m core.LedgerMove) {
 	if m.Kind == core.MoveStarted || m.Kind == core.MoveStartRefused {
 		kind = trace.KindStart
 	}
-	r.w.Add(trace.Line{Kind: kind, Order: m.Order, T: int64(time.Since(r.start)), Move: &trace.Move{
-		Of: m.Admission, ElapsedNS: int64(m.Elapsed),
-		Refused: m.Kind == core.MoveStartRefused, Reclaimed: m.Kind == core.MoveReclaimed,
-	}})
+	mv, ok := r.moves.Get().(*trace.Move)
+	if !ok {
+		mv = new(trace.Move)
+	}
+	*mv = trace.Move{Of: m.Admission, ElapsedNS: int64(m.Elapsed),
+		Refused: m.Kind == core.MoveStartRefused, Reclaimed: m.Kind == core.MoveReclaimed}
+	if !r.w.Add(trace.Line{Kind: kind, Order: m.Order, T: int64(time.Since(r.start)), Move: mv, Owner: mv}) {
+		r.moves.Put(mv)
+	}
 }
 
 // now is T for an event that happens as the line is made.
@@ -305,11 +310,14 @@ type decisionParts struct {
 	times [2]int64 // the requested wall time and deadline (setRequest)
 }
 
-// recycle is the writer's Recycle: a decision's parts, written, are
-// reused.
+// recycle is the writer's Recycle: a decision's parts and a move,
+// written, are reused.
 func (r *recorder) recycle(owner any) {
-	if parts, ok := owner.(*decisionParts); ok {
-		r.parts.Put(parts)
+	switch o := owner.(type) {
+	case *decisionParts:
+		r.parts.Put(o)
+	case *trace.Move:
+		r.moves.Put(o)
 	}
 }
 
