@@ -74,6 +74,9 @@ func fuzzLine(parts uint16, s1, s2, s3 string, u uint64, i int64, f1, f2 float64
 	if parts&64 != 0 {
 		l.Dropped = &Dropped{Lines: u ^ uint64(i)}
 	}
+	if bit(13) {
+		l.Owner = &s1 // never written
+	}
 	return l
 }
 
