@@ -12,7 +12,7 @@ GREMLINS    ?= $(GO) run github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 FUZZ_TARGETS = ./policy:FuzzDecodePolicy ./policy:FuzzValidIdentifier \
 	./catalog:FuzzOpenStore ./catalog:FuzzDecodeCatalog \
 	./internal/scenario:FuzzDecodeScenario ./core:FuzzAdmit \
-	./internal/trace:FuzzRecordedDecoderMatchesEncodingJSON
+	./internal/trace:FuzzRecordedDecoderMatchesEncodingJSON ./internal/trace:FuzzAppendLineMatchesEncodingJSON
 
 # The modules: the library (.), the node edge (edge/, its own module so
 # that the library's embedders never get its dependencies; go.work ties

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,6 +61,9 @@ type recorder struct {
 	w        *trace.Writer
 	start    time.Time
 	provider *core.LocalQuotaProvider
+	// parts and moves hold the *decisionParts and *trace.Move the
+	// writer is done with (its Recycle), for the next lines.
+	parts, moves sync.Pool
 }
 
 // Moved is the provider's core.Journal: starts and releases.
@@ -68,10 +72,15 @@ func (r *recorder) Moved(m core.LedgerMove) {
 	if m.Kind == core.MoveStarted || m.Kind == core.MoveStartRefused {
 		kind = trace.KindStart
 	}
-	r.w.Add(trace.Line{Kind: kind, Order: m.Order, T: int64(time.Since(r.start)), Move: &trace.Move{
-		Of: m.Admission, ElapsedNS: int64(m.Elapsed),
-		Refused: m.Kind == core.MoveStartRefused, Reclaimed: m.Kind == core.MoveReclaimed,
-	}})
+	mv, ok := r.moves.Get().(*trace.Move)
+	if !ok {
+		mv = new(trace.Move)
+	}
+	*mv = trace.Move{Of: m.Admission, ElapsedNS: int64(m.Elapsed),
+		Refused: m.Kind == core.MoveStartRefused, Reclaimed: m.Kind == core.MoveReclaimed}
+	if !r.w.Add(trace.Line{Kind: kind, Order: m.Order, T: int64(time.Since(r.start)), Move: mv, Owner: mv}) {
+		r.moves.Put(mv)
+	}
 }
 
 // now is T for an event that happens as the line is made.
@@ -81,7 +90,7 @@ func (r *recorder) now() int64 { return int64(time.Since(r.start)) }
 func (r *recorder) open(cfg Config) error {
 	w, err := trace.NewWriter(trace.WriterConfig{Path: cfg.RecordPath, MaxBytes: cfg.RecordMaxBytes,
 		StartUnixNano: r.start.UnixNano(), PolicySHA256: cfg.RecordPolicySHA256, NextOrder: r.provider.NextOrder,
-		Logger: cfg.Logger.With("component", "record"), Create: cfg.recordCreate})
+		Logger: cfg.Logger.With("component", "record"), Create: cfg.recordCreate, Recycle: r.recycle})
 	if err != nil {
 		return fmt.Errorf("latentd: record: %w", err)
 	}
@@ -193,33 +202,45 @@ func (t recordingTarget) Publish(s core.LoadSample) error {
 
 // principalOf is p as a trace records it: never its token.
 func principalOf(p Principal) *trace.Principal {
-	out := &trace.Principal{Subject: p.Subject, Tenant: p.Tenant, Service: p.Service, Admin: p.Admin}
-	if p.Kind != 0 {
-		out.Kind = p.Kind.String()
-	}
+	out := new(trace.Principal)
+	setPrincipal(out, p)
 	return out
 }
 
-// request is what a decision line says of the request.
-func requestOf(r *http.Request, inv *invocation, payloadBytes uint64) trace.Decision {
-	d := trace.Decision{
-		Target:       trace.Target{Tenant: r.PathValue("tenant"), Service: r.PathValue("service"), Route: r.PathValue("route")},
-		PayloadBytes: payloadBytes,
+// setPrincipal puts p in out as a trace records it.
+func setPrincipal(out *trace.Principal, p Principal) {
+	*out = trace.Principal{Subject: p.Subject, Tenant: p.Tenant, Service: p.Service, Admin: p.Admin}
+	if p.Kind != 0 {
+		out.Kind = p.Kind.String()
 	}
+}
+
+// requestOf is what a decision line says of the request.
+func requestOf(r *http.Request, inv *invocation, payloadBytes uint64) trace.Decision {
+	var d trace.Decision
+	setRequest(&d, new([2]int64), r, inv, payloadBytes)
+	return d
+}
+
+// setRequest puts what a decision line says of the request in d; the
+// requested wall time and the deadline, when set, are kept in times and
+// d points at them.
+func setRequest(d *trace.Decision, times *[2]int64, r *http.Request, inv *invocation, payloadBytes uint64) {
+	d.Target = trace.Target{Tenant: r.PathValue("tenant"), Service: r.PathValue("service"), Route: r.PathValue("route")}
+	d.PayloadBytes = payloadBytes
 	if inv == nil {
-		return d
+		return
 	}
 	d.RoutingKey, d.ActivationID, d.Priority = inv.routingKey, inv.activationID, inv.priority
 	d.Budget = trace.Budget{CPUFuel: inv.budget.CPUFuel, MemoryBytes: inv.budget.MemoryBytes}
 	if inv.budget.WallTime.Set {
-		ns := int64(inv.budget.WallTime.Value)
-		d.Budget.WallTimeNS = &ns
+		times[0] = int64(inv.budget.WallTime.Value)
+		d.Budget.WallTimeNS = &times[0]
 	}
 	if inv.deadline.Set {
-		ms := inv.deadline.Value
-		d.DeadlineUnixMS = &ms
+		times[1] = inv.deadline.Value
+		d.DeadlineUnixMS = &times[1]
 	}
-	return d
 }
 
 // edgeUnauthenticated records a request without a token the node knows.
@@ -289,16 +310,55 @@ func setAnswer(d *trace.Decision, err error) {
 	d.Answer, d.Scope, d.Dimension = string(ce.Reason()), string(ce.Scope()), string(ce.Dimension())
 }
 
+// decisionParts are a core decision's record and the parts of its line,
+// in one allocation: the decision, what it points at, and its readings.
+type decisionParts struct {
+	rec   core.DecisionRecord
+	d     trace.Decision
+	p     trace.Principal
+	rev   trace.Revision
+	fleet trace.FleetReading
+	since [len(core.DecisionRecord{}.Since)]int64
+	times [2]int64 // the requested wall time and deadline (setRequest)
+}
+
+// recycle is the writer's Recycle: a decision's parts and a move,
+// written, are reused.
+func (r *recorder) recycle(owner any) {
+	switch o := owner.(type) {
+	case *decisionParts:
+		r.parts.Put(o)
+	case *trace.Move:
+		r.moves.Put(o)
+	}
+}
+
+// newParts is a decisionParts whose record and decision are zero: one
+// the writer is done with, or a new one. (admit sets the principal and
+// the revision whole, and the readings and times it points at.)
+func (r *recorder) newParts() *decisionParts {
+	if parts, ok := r.parts.Get().(*decisionParts); ok {
+		parts.rec, parts.d = core.DecisionRecord{}, trace.Decision{}
+		return parts
+	}
+	return new(decisionParts)
+}
+
 // admit is Admit on a recording node: AdmitRecorded, and the decision's
-// line.
+// line, its parts in one decisionParts that the writer hands back once
+// it has written the line.
 func (r *recorder) admit(v *view, req *http.Request, areq *core.AdmissionRequest, p Principal, inv *invocation) (*core.AdmissionPermit, error) {
-	var rec core.DecisionRecord
-	permit, err := v.controller.AdmitRecorded(areq, &rec)
-	d := requestOf(req, inv, areq.PayloadBytes)
-	d.Stage, d.Principal, d.Generation = trace.StageCore, principalOf(p), v.pin.Generation()
+	parts := r.newParts()
+	rec := &parts.rec
+	permit, err := v.controller.AdmitRecorded(areq, rec)
+	d := &parts.d
+	setRequest(d, &parts.times, req, inv, areq.PayloadBytes)
+	setPrincipal(&parts.p, p)
+	d.Stage, d.Principal, d.Generation = trace.StageCore, &parts.p, v.pin.Generation()
 	rev := areq.Revision
-	d.Revision = &trace.Revision{Tenant: rev.Tenant, Service: rev.Service, Route: rev.Route, Contract: rev.Contract,
+	parts.rev = trace.Revision{Tenant: rev.Tenant, Service: rev.Service, Route: rev.Route, Contract: rev.Contract,
 		Function: rev.Function, Revision: rev.Revision, Release: rev.Release}
+	d.Revision = &parts.rev
 	var t int64
 	if !rec.First.IsZero() {
 		t, d.Clock = int64(rec.First.Sub(r.start)), true
@@ -306,10 +366,10 @@ func (r *recorder) admit(v *view, req *http.Request, areq *core.AdmissionRequest
 		t = r.now()
 	}
 	if rec.Reads > 0 {
-		d.Since = make([]int64, rec.Reads)
-		for i := range d.Since {
-			d.Since[i] = int64(rec.Since[i])
+		for i := range rec.Reads {
+			parts.since[i] = int64(rec.Since[i])
 		}
+		d.Since = parts.since[:rec.Reads]
 	}
 	if rec.Load != nil {
 		d.LoadSequence = rec.Load.Sequence
@@ -319,10 +379,13 @@ func (r *recorder) admit(v *view, req *http.Request, areq *core.AdmissionRequest
 	}
 	d.Committed = rec.Committed
 	if f := rec.Fleet; f.Read {
-		d.Fleet = &trace.FleetReading{Published: f.Published, Slice: f.Slice, RemainingNS: int64(f.Remaining), Writes: f.Writes}
+		parts.fleet = trace.FleetReading{Published: f.Published, Slice: f.Slice, RemainingNS: int64(f.Remaining), Writes: f.Writes}
+		d.Fleet = &parts.fleet
 	}
-	setAnswer(&d, err)
-	r.w.Add(trace.Line{Kind: trace.KindDecision, Order: rec.Order, T: t, Decision: &d})
+	setAnswer(d, err)
+	if !r.w.Add(trace.Line{Kind: trace.KindDecision, Order: rec.Order, T: t, Decision: d, Owner: parts}) {
+		r.parts.Put(parts)
+	}
 	return permit, err
 }
 

@@ -95,6 +95,11 @@ type Line struct {
 	*Move     `json:",omitempty"`
 	*Dropped  `json:",omitempty"`
 	*Fleet    `json:",omitempty"`
+
+	// Owner, when set, is what the line's parts belong to: a [Writer]
+	// hands it to WriterConfig.Recycle once it is done with the line. It
+	// is never written, and a [Reader] leaves it nil.
+	Owner any `json:"-"`
 }
 
 // Header opens every file of a trace.

@@ -2,8 +2,6 @@ package trace
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -67,6 +65,11 @@ type WriterConfig struct {
 	// Logger, when set, is told when a write fails (once, when the
 	// recording stops) and when writing succeeds again.
 	Logger *slog.Logger
+	// Recycle, when set, is called on the writing goroutine with the
+	// Owner of every line the writer took from its queue, once it has
+	// written (or dropped) it: the line's parts are no longer read, and
+	// the owner may reuse them. A line Add refuses is not handed back.
+	Recycle func(owner any)
 	// Create opens Path for writing, created or truncated; nil is
 	// os.OpenFile. It is the file system's seam for tests.
 	Create func(path string) (File, error)
@@ -74,7 +77,7 @@ type WriterConfig struct {
 
 // Writer writes a trace file: [Writer.Add] queues a line without ever
 // blocking, and one goroutine encodes the queued lines, one JSON object a
-// line, into the file. Lines that find the queue full are dropped and
+// line ([AppendLine]), into the file. Lines that find the queue full are dropped and
 // counted, and a [KindDropped] line in the file says how many, so that a
 // reader knows the trace is not exact.
 //
@@ -101,8 +104,7 @@ type Writer struct {
 	// Owned by the writing goroutine (and NewWriter before it starts).
 	f         File
 	bw        *bufio.Writer
-	enc       *json.Encoder
-	buf       bytes.Buffer
+	line      []byte // the line being encoded (AppendLine), reused
 	size      int64  // bytes given to bw since the file began
 	synced    int64  // size at the last successful flush: a line boundary
 	unflushed uint64 // lines counted written since the last successful flush
@@ -136,8 +138,6 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 		cfg.Create = createFile
 	}
 	w := &Writer{cfg: cfg, lines: make(chan Line, cfg.Buffer), stop: make(chan struct{}), done: make(chan struct{})}
-	w.enc = json.NewEncoder(&w.buf)
-	w.enc.SetEscapeHTML(false)
 	w.bw = bufio.NewWriterSize(nil, 64<<10)
 	if err := w.open(); err != nil {
 		return nil, w.pathError(err)
@@ -184,7 +184,8 @@ func (l *Line) QueuedBytes() int64 {
 // Add queues line to be written. It never blocks: when the queue is full
 // (in lines or in bytes), or the writer is closed, the line is dropped
 // (and counted when the queue was full) and Add returns false. The line's
-// parts must not be changed after Add.
+// parts must not be changed after Add; when it returns false they are
+// the caller's again (its Owner is not handed to WriterConfig.Recycle).
 func (w *Writer) Add(line Line) bool {
 	switch w.tryAdd(&line) {
 	case added:

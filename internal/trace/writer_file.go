@@ -41,17 +41,23 @@ func (w *Writer) take(l *Line) {
 	} else {
 		w.dropped.Add(1)
 	}
+	if l.Owner != nil && w.cfg.Recycle != nil {
+		w.cfg.Recycle(l.Owner)
+	}
 }
 
 // drain writes queued lines until the queue is momentarily empty; while
 // it does, a tick still flushes (and reports drops).
 func (w *Writer) drain(tick <-chan time.Time) {
-	for {
+	for n := 1; ; n++ {
 		select {
 		case l := <-w.lines:
 			w.take(&l)
 		default:
 			return
+		}
+		if n%tickEvery != 0 {
+			continue
 		}
 		select {
 		case <-tick:
@@ -60,6 +66,10 @@ func (w *Writer) drain(tick <-chan time.Time) {
 		}
 	}
 }
+
+// tickEvery is how many lines drain writes between looks at the ticker
+// (a look takes the timer's lock and reads the clock).
+const tickEvery = 64
 
 // settle retries a failed recording when it is time, writes a dropped
 // line if lines were dropped since the last one, then flushes.
@@ -99,18 +109,32 @@ func (w *Writer) flush() bool {
 	return true
 }
 
+// inPlaceBytes is the room in the file buffer below which a line is
+// encoded apart and copied in: more than a decision line takes.
+const inPlaceBytes = 4 << 10
+
 // put encodes l into the file and rotates when the file has reached
 // MaxBytes; false when it could not be written.
 func (w *Writer) put(l *Line) bool {
 	if w.failing != nil {
 		return false
 	}
-	w.buf.Reset()
-	if err := w.enc.Encode(l); err != nil {
+	// Encoded in place in the file buffer while it has room (bufio's
+	// Write then copies nothing), else in w.line.
+	inPlace := w.bw.Available() >= inPlaceBytes
+	buf := w.line[:0]
+	if inPlace {
+		buf = w.bw.AvailableBuffer()
+	}
+	line, err := AppendLine(buf, l)
+	if err != nil {
 		// A line that cannot be encoded (a NaN pressure) is dropped.
 		return false
 	}
-	n, err := w.bw.Write(w.buf.Bytes())
+	if !inPlace {
+		w.line = line
+	}
+	n, err := w.bw.Write(line)
 	w.size += int64(n)
 	if err != nil {
 		w.fail(err)
@@ -221,12 +245,13 @@ func (w *Writer) open() error {
 	w.f, w.size, w.synced = f, 0, 0
 	w.bw.Reset(f)
 	h := Line{Kind: KindHeader, Header: &Header{Version: Version, StartUnixNano: w.cfg.StartUnixNano, File: w.file, PolicySHA256: w.cfg.PolicySHA256}}
-	w.buf.Reset()
-	if err := w.enc.Encode(&h); err != nil {
+	line, err := AppendLine(w.line[:0], &h)
+	w.line = line
+	if err != nil {
 		_ = f.Close()
 		return err
 	}
-	n, err := w.bw.Write(w.buf.Bytes())
+	n, err := w.bw.Write(line)
 	w.size += int64(n)
 	if err != nil {
 		_ = f.Close()

@@ -185,3 +185,53 @@ func TestWriterRefusesBadConfig(t *testing.T) {
 	_, err = trace.NewWriter(trace.WriterConfig{Path: filepath.Join(t.TempDir(), "missing", "x")})
 	assert.Error(t, err)
 }
+
+// TestWriterRecyclesOwnersOnceWritten reuses each line's parts as soon as
+// Recycle hands them back, as the recorder does: every line in the file
+// is still the one that was added (a part handed back before its line
+// was encoded would be overwritten by a later line), every owner comes
+// back once, and a line Add refuses is not handed back. Recycle
+// overwrites each part at once, as its next line would.
+func TestWriterRecyclesOwnersOnceWritten(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	type parts struct{ d trace.Decision }
+	free := make(chan *parts, 5001) // room for every owner: Recycle never waits
+	var back []uint64
+	w, err := trace.NewWriter(trace.WriterConfig{Path: path, Recycle: func(owner any) {
+		p := owner.(*parts)
+		back = append(back, p.d.LoadSequence)
+		p.d = trace.Decision{Answer: "reused"} // as a next line would
+		free <- p
+	}})
+	require.NoError(t, err)
+	const n = 5000
+	for i := uint64(1); i <= n; i++ {
+		var p *parts
+		select {
+		case p = <-free:
+		default:
+			p = new(parts)
+		}
+		l := decision(i)
+		p.d = *l.Decision
+		p.d.LoadSequence = i
+		l.Decision, l.Owner = &p.d, p
+		require.True(t, w.AddWait(l))
+	}
+	require.NoError(t, w.Close())
+	refused := &parts{}
+	l := decision(n + 1)
+	l.Owner = refused
+	require.False(t, w.Add(l), "closed")
+	lines := readLines(t, path)
+	require.Len(t, lines, n+1)
+	for i, l := range lines[1:] {
+		require.Equal(t, uint64(i+1), l.Order)
+		require.Equal(t, uint64(i+1), l.Decision.LoadSequence, "line %d was overwritten before it was written", i+1)
+	}
+	require.Len(t, back, n, "each owner handed back once")
+	for i, seq := range back {
+		require.Equal(t, uint64(i+1), seq)
+	}
+}

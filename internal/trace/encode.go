@@ -1,0 +1,360 @@
+package trace
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// AppendLine appends l to dst as one line of a trace: exactly the bytes
+// a json.Encoder with SetEscapeHTML(false) writes for it (its JSON and a
+// newline), without reflection. The writer encodes every line with it;
+// FuzzAppendLineMatchesEncodingJSON holds it to encoding/json.
+//
+// A line that encoding/json refuses (a NaN or infinite pressure) is an
+// error, and dst is returned as it was.
+func AppendLine(dst []byte, l *Line) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, `{"k":`...)
+	dst = appendString(dst, l.Kind)
+	if l.Order != 0 {
+		dst = append(dst, `,"order":`...)
+		dst = strconv.AppendUint(dst, l.Order, 10)
+	}
+	if l.T != 0 {
+		dst = append(dst, `,"t":`...)
+		dst = strconv.AppendInt(dst, l.T, 10)
+	}
+	if h := l.Header; h != nil {
+		dst = append(dst, `,"version":`...)
+		dst = strconv.AppendInt(dst, int64(h.Version), 10)
+		dst = append(dst, `,"start_unix_ns":`...)
+		dst = strconv.AppendInt(dst, h.StartUnixNano, 10)
+		dst = append(dst, `,"file":`...)
+		dst = strconv.AppendUint(dst, h.File, 10)
+		dst = append(dst, `,"policy_sha256":`...)
+		dst = appendString(dst, h.PolicySHA256)
+	}
+	if c := l.Catalog; c != nil {
+		dst = append(dst, `,"catalog_generation":`...)
+		dst = strconv.AppendUint(dst, c.Generation, 10)
+		dst = append(dst, `,"catalog_json":`...)
+		dst = appendBytes(dst, c.File)
+		dst = appendUint32(dst, `,"catalog_part":`, c.Part)
+		dst = appendUint32(dst, `,"catalog_parts":`, c.Parts)
+	}
+	if c := l.Change; c != nil {
+		dst = append(dst, `,"generation":`...)
+		dst = strconv.AppendUint(dst, c.Generation, 10)
+		if len(c.Deployment) != 0 {
+			dst = append(dst, `,"deployment_json":`...)
+			dst = appendBytes(dst, c.Deployment)
+		}
+		dst = appendOptString(dst, `,"tenant":`, c.Tenant)
+		dst = appendOptString(dst, `,"service":`, c.Service)
+		dst = appendUint32(dst, `,"deployment_part":`, c.DeploymentPart)
+		dst = appendUint32(dst, `,"deployment_parts":`, c.DeploymentParts)
+	}
+	if ld := l.Load; ld != nil {
+		dst = append(dst, `,"sequence":`...)
+		dst = strconv.AppendUint(dst, ld.Sequence, 10)
+		dst = append(dst, `,"observed_t":`...)
+		dst = strconv.AppendInt(dst, ld.ObservedT, 10)
+		var err error
+		dst = append(dst, `,"cpu_pressure":`...)
+		if dst, err = appendFloat(dst, ld.CPUPressure); err != nil {
+			return dst[:start], err
+		}
+		dst = append(dst, `,"memory_pressure":`...)
+		if dst, err = appendFloat(dst, ld.MemoryPressure); err != nil {
+			return dst[:start], err
+		}
+		dst = append(dst, `,"queue_delay_ns":`...)
+		if ld.QueueDelayNS == nil {
+			dst = append(dst, "null"...)
+		} else {
+			dst = appendInts(dst, ld.QueueDelayNS)
+		}
+	}
+	if d := l.Decision; d != nil {
+		dst = appendDecision(dst, d)
+	}
+	if m := l.Move; m != nil {
+		dst = append(dst, `,"of":`...)
+		dst = strconv.AppendUint(dst, m.Of, 10)
+		dst = append(dst, `,"elapsed_ns":`...)
+		dst = strconv.AppendInt(dst, m.ElapsedNS, 10)
+		dst = appendTrue(dst, `,"refused":true`, m.Refused)
+		dst = appendTrue(dst, `,"reclaimed":true`, m.Reclaimed)
+	}
+	if dr := l.Dropped; dr != nil {
+		dst = append(dst, `,"dropped_lines":`...)
+		dst = strconv.AppendUint(dst, dr.Lines, 10)
+	}
+	if f := l.Fleet; f != nil {
+		dst = append(dst, `,"fleet_tenant":`...)
+		dst = appendString(dst, f.Tenant)
+		dst = appendTrue(dst, `,"fleet_published":true`, f.Published)
+		dst = appendInt(dst, `,"fleet_slice":`, f.Slice)
+		dst = appendInt(dst, `,"fleet_valid_until_t":`, f.ValidUntilT)
+		dst = append(dst, `,"fleet_writes":`...)
+		dst = strconv.AppendUint(dst, f.Writes, 10)
+	}
+	return append(dst, '}', '\n'), nil
+}
+
+// appendDecision appends d's fields, each after a comma.
+func appendDecision(dst []byte, d *Decision) []byte {
+	dst = append(dst, `,"stage":`...)
+	dst = appendString(dst, d.Stage)
+	if p := d.Principal; p != nil {
+		dst = append(dst, `,"principal":{"kind":`...)
+		dst = appendString(dst, p.Kind)
+		dst = append(dst, `,"subject":`...)
+		dst = appendString(dst, p.Subject)
+		dst = append(dst, `,"tenant":`...)
+		dst = appendString(dst, p.Tenant)
+		dst = appendOptString(dst, `,"service":`, p.Service)
+		dst = appendTrue(dst, `,"admin":true`, p.Admin)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `,"target":{"tenant":`...)
+	dst = appendString(dst, d.Target.Tenant)
+	dst = append(dst, `,"service":`...)
+	dst = appendString(dst, d.Target.Service)
+	dst = append(dst, `,"route":`...)
+	dst = appendString(dst, d.Target.Route)
+	dst = append(dst, '}')
+	dst = appendOptString(dst, `,"routing_key":`, d.RoutingKey)
+	if r := d.Revision; r != nil {
+		dst = append(dst, `,"revision":{"tenant":`...)
+		dst = appendString(dst, r.Tenant)
+		dst = append(dst, `,"service":`...)
+		dst = appendString(dst, r.Service)
+		dst = append(dst, `,"route":`...)
+		dst = appendString(dst, r.Route)
+		dst = append(dst, `,"contract":`...)
+		dst = appendString(dst, r.Contract)
+		dst = append(dst, `,"function":`...)
+		dst = appendString(dst, r.Function)
+		dst = append(dst, `,"revision":`...)
+		dst = appendString(dst, r.Revision)
+		dst = append(dst, `,"release":`...)
+		dst = appendString(dst, r.Release)
+		dst = append(dst, '}')
+	}
+	if d.Generation != 0 {
+		dst = append(dst, `,"pin_generation":`...)
+		dst = strconv.AppendUint(dst, d.Generation, 10)
+	}
+	dst = appendOptString(dst, `,"activation_id":`, d.ActivationID)
+	dst = append(dst, `,"priority":`...)
+	dst = strconv.AppendUint(dst, uint64(d.Priority), 10)
+	dst = append(dst, `,"budget":{"cpu_fuel":`...)
+	dst = strconv.AppendUint(dst, d.Budget.CPUFuel, 10)
+	dst = append(dst, `,"memory_bytes":`...)
+	dst = strconv.AppendUint(dst, d.Budget.MemoryBytes, 10)
+	if d.Budget.WallTimeNS != nil {
+		dst = append(dst, `,"wall_time_ns":`...)
+		dst = strconv.AppendInt(dst, *d.Budget.WallTimeNS, 10)
+	}
+	dst = append(dst, `},"payload_bytes":`...)
+	dst = strconv.AppendUint(dst, d.PayloadBytes, 10)
+	if d.DeadlineUnixMS != nil {
+		dst = append(dst, `,"deadline_unix_ms":`...)
+		dst = strconv.AppendInt(dst, *d.DeadlineUnixMS, 10)
+	}
+	dst = appendTrue(dst, `,"clock":true`, d.Clock)
+	dst = appendTrue(dst, `,"committed":true`, d.Committed)
+	if f := d.Fleet; f != nil {
+		dst = append(dst, `,"fleet":{`...)
+		if f.Published {
+			dst = append(dst, `"published":true,`...)
+		}
+		if f.Slice != 0 {
+			dst = append(dst, `"slice":`...)
+			dst = strconv.AppendInt(dst, f.Slice, 10)
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"remaining_ns":`...)
+		dst = strconv.AppendInt(dst, f.RemainingNS, 10)
+		dst = append(dst, `,"writes":`...)
+		dst = strconv.AppendUint(dst, f.Writes, 10)
+		dst = append(dst, '}')
+	}
+	if len(d.Since) != 0 {
+		dst = append(dst, `,"since_ns":`...)
+		dst = appendInts(dst, d.Since)
+	}
+	if d.LoadSequence != 0 {
+		dst = append(dst, `,"load":`...)
+		dst = strconv.AppendUint(dst, d.LoadSequence, 10)
+	}
+	if d.CommitLoadSequence != 0 {
+		dst = append(dst, `,"commit_load":`...)
+		dst = strconv.AppendUint(dst, d.CommitLoadSequence, 10)
+	}
+	dst = append(dst, `,"answer":`...)
+	dst = appendString(dst, d.Answer)
+	dst = appendOptString(dst, `,"scope":`, d.Scope)
+	dst = appendOptString(dst, `,"dimension":`, d.Dimension)
+	return dst
+}
+
+func appendUint32(dst []byte, key string, v uint32) []byte {
+	if v == 0 {
+		return dst
+	}
+	dst = append(dst, key...)
+	return strconv.AppendUint(dst, uint64(v), 10)
+}
+
+// appendInt appends key and v, unless v is 0 (an omitempty field).
+func appendInt(dst []byte, key string, v int64) []byte {
+	if v == 0 {
+		return dst
+	}
+	dst = append(dst, key...)
+	return strconv.AppendInt(dst, v, 10)
+}
+
+func appendOptString(dst []byte, key, s string) []byte {
+	if s == "" {
+		return dst
+	}
+	dst = append(dst, key...)
+	return appendString(dst, s)
+}
+
+func appendTrue(dst []byte, field string, v bool) []byte {
+	if v {
+		dst = append(dst, field...)
+	}
+	return dst
+}
+
+func appendInts(dst []byte, v []int64) []byte {
+	dst = append(dst, '[')
+	for i, n := range v {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendInt(dst, n, 10)
+	}
+	return append(dst, ']')
+}
+
+// appendBytes is encoding/json's []byte: base64 (standard, padded) in
+// quotes, or null for a nil slice.
+func appendBytes(dst []byte, b []byte) []byte {
+	if b == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '"')
+	dst = base64.StdEncoding.AppendEncode(dst, b)
+	return append(dst, '"')
+}
+
+// appendFloat is encoding/json's float64: ES6 number formatting; NaN
+// and the infinities are refused.
+func appendFloat(dst []byte, f float64) ([]byte, error) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return dst, fmt.Errorf("trace: json: unsupported value: %s", strconv.FormatFloat(f, 'g', -1, 64))
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 is written e-9.
+		n := len(dst)
+		if n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst, nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString is encoding/json's string with HTML escaping off (as the
+// writer's encoder had it): '"', '\\' and the control characters
+// escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029 as \u2028, \u2029.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	i := 0
+	for i < len(s) && plainBytes[s[i]] {
+		i++
+	}
+	if i == len(s) {
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	return appendEscaped(dst, s, i)
+}
+
+// plainBytes are the bytes appendString copies as they are: ASCII, not
+// a control character, '"' or '\\'.
+var plainBytes = func() (t [256]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
+
+// appendEscaped is appendString's rest from s[i], the first byte that
+// is not plain; the opening quote is in dst.
+func appendEscaped(dst []byte, s string, i int) []byte {
+	start := 0
+	for i < len(s) {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
