@@ -187,6 +187,7 @@ func (s *Scheduler) hand(w startedItem) {
 	}
 	if s.workerCount < s.maxWorkers {
 		s.workerCount++
+		s.kept.Add(1)
 		s.workers.Add(1)
 		go s.worker(w)
 		return
@@ -205,6 +206,7 @@ func (s *Scheduler) hand(w startedItem) {
 // worker runs started activations, one at a time, until Close.
 func (s *Scheduler) worker(w startedItem) {
 	defer s.workers.Done()
+	defer s.kept.Add(-1)
 	for {
 		s.execute(w.it, w.exec, w.lease)
 		select {

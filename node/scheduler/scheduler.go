@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/puzpuzpuz/xsync/v3"
@@ -113,10 +114,12 @@ type Scheduler struct {
 	workers    sync.WaitGroup // worker goroutines
 	// handoff takes a started activation to an idle worker; maxWorkers
 	// (the pool's cells) bounds the workers, workerCount counts them. The
-	// dispatcher alone reads and writes workerCount.
+	// dispatcher alone reads and writes workerCount; kept mirrors it for
+	// readers on other goroutines ([Scheduler.Workers]).
 	handoff     chan startedItem
 	maxWorkers  int
 	workerCount int
+	kept        atomic.Int64
 
 	mu        sync.Mutex
 	idle      sync.Cond                          // L is &mu; broadcast when queued+executing reaches zero
@@ -478,3 +481,9 @@ func (*noCopy) Lock() {}
 
 // Unlock is a no-op used by go vet's copylocks check.
 func (*noCopy) Unlock() {}
+
+// Workers is how many kept worker goroutines the scheduler runs: one is
+// started when a start finds no idle worker, up to one per cell of the
+// pool, and each stays until Close. A resource check that counts the
+// process's goroutines counts these too.
+func (s *Scheduler) Workers() int { return int(s.kept.Load()) }

@@ -55,6 +55,9 @@ func TestWorkersAreKeptForTheNextActivation(t *testing.T) {
 	if uint64(len(ids)) > cells {
 		t.Fatalf("%d activations ran on %d goroutines, more than the %d cells", 3*cells, len(ids), cells)
 	}
+	if w := r.sched.Workers(); w != len(ids) {
+		t.Fatalf("Workers() = %d, but activations ran on %d kept goroutines", w, len(ids))
+	}
 	r.settled(t)
 }
 
