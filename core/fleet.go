@@ -239,7 +239,7 @@ func subSaturating(a, b int64) int64 {
 // and the moment the tenant's live count was read, so at that instant
 // every earlier check passed and the slice's answer held. Otherwise it
 // defers to the transaction.
-func (c *AdmissionController) preCheckFleet(req *AdmissionRequest, d *decision) *rejection {
+func (c *AdmissionController) preCheckFleet(d *decision) *rejection {
 	pr := c.provider
 	r := &d.reservation
 	e := &pr.fleet[r.Tenant]
@@ -256,18 +256,13 @@ func (c *AdmissionController) preCheckFleet(req *AdmissionRequest, d *decision) 
 }
 
 // checkFleetLocked is the fleet check of step 13, in the commit's
-// transaction, at now = first + elapsed: the tenant's live count is
+// transaction, at now = the first reading + elapsed (fleetFirst): the tenant's live count is
 // exact, and the slice is the one published at an instant inside the
 // transaction.
-func (c *AdmissionController) checkFleetLocked(tx atomicledger.Tx, req *AdmissionRequest, d *decision, first time.Time, elapsed time.Duration) *rejection {
+func (c *AdmissionController) checkFleetLocked(tx atomicledger.Tx, d *decision, elapsed time.Duration) *rejection {
 	pr := c.provider
 	reading := pr.fleet[d.reservation.Tenant].read()
-	var now int64
-	if d.derived {
-		now = addSaturating(addSaturating(c.baseFleet, d.sinceBase), elapsed)
-	} else {
-		now = addSaturating(int64(first.Sub(pr.fleetEpoch)), elapsed)
-	}
+	now := addSaturating(c.fleetFirst(d), elapsed)
 	if rec := d.rec; rec != nil {
 		rec.Fleet = FleetReading{Read: true, Published: reading.slice != 0, Writes: reading.seq / 2,
 			Remaining: time.Duration(subSaturating(reading.until, now))}

@@ -518,7 +518,7 @@ func (c *AdmissionController) preCheck(req *AdmissionRequest, d *decision) *reje
 		if s.Scope != atomicledger.NoScope {
 			return nil
 		}
-		return c.preCheckFleet(req, d)
+		return c.preCheckFleet(d)
 	}
 	if s.Scope != atomicledger.NoScope {
 		return capacityError(s)
@@ -581,7 +581,7 @@ func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionReq
 		return atomicledger.Ticket{}, capacityError(s)
 	}
 	if pr.tenants[r.Tenant].FleetLimited {
-		if err := c.checkFleetLocked(tx, req, d, first, elapsed); err != nil {
+		if err := c.checkFleetLocked(tx, d, elapsed); err != nil {
 			return atomicledger.Ticket{}, err
 		}
 	}
