@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -323,4 +324,73 @@ func TestNewNodeLoadStateRefusesANonPositiveAge(t *testing.T) {
 		}
 	}()
 	NewNodeLoadState(0, nil)
+}
+
+// panickyLoad is a load source that panics from its second reading on:
+// the first is step 12's, the second the commit's, inside the ledger's
+// transaction.
+type panickyLoad struct {
+	inner NodeLoadSource
+	calls atomic.Int32
+}
+
+func (p *panickyLoad) CurrentLoad() (*LoadSample, bool) {
+	if p.calls.Add(1) >= 2 {
+		panic("load source fault")
+	}
+	return p.inner.CurrentLoad()
+}
+
+// panickyClock is a clock whose Since panics while armed.
+type panickyClock struct {
+	*fakeClock
+	armed atomic.Bool
+}
+
+func (c *panickyClock) Since(t time.Time) time.Duration {
+	if c.armed.Load() {
+		panic("clock fault")
+	}
+	return c.fakeClock.Since(t)
+}
+
+// TestAFaultInsideATransactionReleasesTheLedger: an embedder's load
+// source or clock that panics while admission holds the ledger's mutex
+// (the commit's load reading, StartExecution's clock reading) propagates
+// its panic and leaves the mutex free, so the node goes on deciding.
+func TestAFaultInsideATransactionReleasesTheLedger(t *testing.T) {
+	f := newFixture(t, nil)
+	mustPanic := func(what string, fn func()) {
+		t.Helper()
+		defer func() {
+			if recover() == nil {
+				t.Fatalf("%s did not panic", what)
+			}
+		}()
+		fn()
+	}
+	load := &panickyLoad{inner: f.load}
+	faulty := f.provider.Controller(ControllerConfig{Source: f.source, Load: load, Clock: f.clock})
+	mustPanic("the commit's load reading", func() { _, _ = faulty.AdmitAt(request("a"), at(0)) })
+	if load.calls.Load() != 2 {
+		t.Fatalf("the load source was read %d times, want 2 (step 12, then the commit)", load.calls.Load())
+	}
+	p, err := f.ctl.AdmitAt(request("b"), at(0))
+	if err != nil {
+		t.Fatalf("after a fault in the commit: %v", err)
+	}
+
+	clock := &panickyClock{fakeClock: f.clock}
+	ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: f.load, Clock: clock})
+	q, err := ctl.AdmitAt(request("c"), at(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.armed.Store(true)
+	mustPanic("StartExecution's clock reading", func() { _, _ = q.StartExecution() })
+	clock.armed.Store(false)
+	if !p.Release() {
+		t.Fatal("after a fault in StartExecution, a release returned nothing")
+	}
+	q.Release()
 }

@@ -135,7 +135,9 @@ type permitState struct {
 	// mutex held) and is read lock-free.
 	phase atomic.Uint32
 	queue policy.QueueClassID
-	trust policy.TrustClassID
+	// trust is the trust class's ID, which policy.MaxTrustClasses (64)
+	// keeps below 256: one byte keeps the block in the 128-byte class.
+	trust uint8
 	cell  policy.CellClass
 }
 
@@ -213,7 +215,7 @@ func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, tick
 		memory:       d.grant.MemoryBytes,
 		priority:     req.Priority,
 		queue:        d.reservation.QueueClass,
-		trust:        d.reservation.TrustClass,
+		trust:        uint8(d.reservation.TrustClass),
 		cell:         d.reservation.CellClass,
 	}}
 	p := &b.permit
@@ -251,10 +253,7 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 	var order uint64
 	var elapsed time.Duration
 	pr := s.provider()
-	pr.ledger.Update(func(tx atomicledger.Tx) {
-		order = pr.orderOf(tx)
-		elapsed, err = s.startLocked(tx)
-	})
+	elapsed, order, err = s.startTx(pr)
 	switch {
 	case err == nil:
 		s.journalMove(MoveStarted, order, elapsed)
@@ -268,6 +267,16 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 		return nil, err
 	}
 	return (*ExecutionPermit)(p), nil
+}
+
+// startTx runs startLocked in one ledger transaction and returns its
+// order. The transaction ends on every path: startLocked reads the
+// embedder's clock.
+func (s *permitState) startTx(pr *LocalQuotaProvider) (time.Duration, uint64, error) {
+	tx := pr.ledger.Begin()
+	defer tx.End()
+	elapsed, err := s.startLocked(tx)
+	return elapsed, pr.orderOf(tx), err
 }
 
 // startLocked is StartExecution inside its ledger transaction.
@@ -302,12 +311,13 @@ func (p *AdmissionPermit) release(from uint32) bool {
 	changed, released := false, false
 	var order uint64
 	pr := s.provider()
-	pr.ledger.Update(func(tx atomicledger.Tx) {
-		if s.phase.Load() == from {
-			s.phase.Store(permitReleased)
-			changed, released, order = true, tx.Release(s.ticket), pr.orderOf(tx)
-		}
-	})
+	// Only the ledger runs inside this transaction: nothing can panic.
+	tx := pr.ledger.Begin()
+	if s.phase.Load() == from {
+		s.phase.Store(permitReleased)
+		changed, released, order = true, tx.Release(s.ticket), pr.orderOf(tx)
+	}
+	tx.End()
 	if released && pr.journal != nil {
 		s.journalMove(MoveReleased, order, deadline.Elapsed(s.ctl.clock, s.admittedAt))
 	}

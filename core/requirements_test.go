@@ -10,10 +10,20 @@ import (
 )
 
 // derived is deriveRequirements as a value.
-func derived(pr *LocalQuotaProvider, p *policy.RevisionPolicy) requirements {
+func derived(pr *LocalQuotaProvider, id *policy.RevisionIdentity, p *policy.RevisionPolicy) requirements {
 	var v requirements
-	pr.deriveRequirements(p, &v)
+	pr.deriveRequirements(id.Tenant, p, &v)
 	return v
+}
+
+// requirementIdentities are the identities of requirementPolicies'
+// records: of the fixture's tenants, and of one the node does not know.
+func requirementIdentities(n int) []*policy.RevisionIdentity {
+	out := make([]*policy.RevisionIdentity, n)
+	for i := range out {
+		out[i] = &policy.RevisionIdentity{Tenant: [...]string{"acme", "globex", "nobody"}[i%3]}
+	}
+	return out
 }
 
 // requirementPolicies is a spread of revision policies that pass and fail
@@ -53,33 +63,33 @@ func requirementPolicies(n int) []*policy.RevisionPolicy {
 func TestRecordRequirements(t *testing.T) {
 	pr := newFixture(t, nil).provider
 	other := newFixture(t, func(p *policy.NodeAdmissionPolicy) { p.Node.Backends = []string{"jvm"} }).provider
-	pols := requirementPolicies(18)
+	pols, ids := requirementPolicies(18), requirementIdentities(18)
 	slots := make([]atomic.Value, len(pols))
 	for round := 0; round < 3; round++ {
 		for i, p := range pols {
 			for _, prov := range []*LocalQuotaProvider{pr, other} {
-				got := prov.recordRequirements(&slots[i], p)
-				if got.provider != prov || *got != derived(prov, p) {
-					t.Fatalf("round %d, policy %d: slot %+v, derived %+v", round, i, *got, derived(prov, p))
+				got := prov.recordRequirements(&slots[i], ids[i], p)
+				if got.provider != prov || *got != derived(prov, ids[i], p) {
+					t.Fatalf("round %d, policy %d: slot %+v, derived %+v", round, i, *got, derived(prov, ids[i], p))
 				}
 			}
 		}
 	}
-	first := pr.recordRequirements(&slots[5], pols[5])
-	if again := pr.recordRequirements(&slots[5], pols[5]); again != first {
+	first := pr.recordRequirements(&slots[5], ids[5], pols[5])
+	if again := pr.recordRequirements(&slots[5], ids[5], pols[5]); again != first {
 		t.Fatal("a filled slot was derived again")
 	}
-	if n := testing.AllocsPerRun(100, func() { pr.recordRequirements(&slots[5], pols[5]) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { pr.recordRequirements(&slots[5], ids[5], pols[5]) }); n != 0 {
 		t.Fatalf("reading a filled slot allocates %v objects", n)
 	}
 	var junk atomic.Value
 	junk.Store(&requirements{provider: other})
-	if got := pr.recordRequirements(&junk, pols[0]); *got != derived(pr, pols[0]) {
+	if got := pr.recordRequirements(&junk, ids[0], pols[0]); *got != derived(pr, ids[0], pols[0]) {
 		t.Fatalf("another provider's requirements were taken: %+v", *got)
 	}
 	var foreign atomic.Value
 	foreign.Store("not admission's")
-	if got := pr.recordRequirements(&foreign, pols[0]); *got != derived(pr, pols[0]) {
+	if got := pr.recordRequirements(&foreign, ids[0], pols[0]); *got != derived(pr, ids[0], pols[0]) {
 		t.Fatalf("a slot holding another type: %+v", *got)
 	}
 	if foreign.Load() != "not admission's" {
@@ -92,11 +102,11 @@ func TestRecordRequirements(t *testing.T) {
 // asked about (and -race must find nothing).
 func TestRecordRequirementsUnderConcurrentFills(t *testing.T) {
 	pr := newFixture(t, nil).provider
-	pols := requirementPolicies(27)
+	pols, ids := requirementPolicies(27), requirementIdentities(27)
 	slots := make([]atomic.Value, len(pols))
 	want := make([]requirements, len(pols))
 	for i, p := range pols {
-		want[i] = derived(pr, p)
+		want[i] = derived(pr, ids[i], p)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 4)
@@ -106,7 +116,7 @@ func TestRecordRequirementsUnderConcurrentFills(t *testing.T) {
 			defer wg.Done()
 			for n := 0; n < 20000; n++ {
 				i := (n*7 + g*13) % len(pols)
-				if got := pr.recordRequirements(&slots[i], pols[i]); *got != want[i] {
+				if got := pr.recordRequirements(&slots[i], ids[i], pols[i]); *got != want[i] {
 					errs <- fmt.Sprintf("policy %d: %+v, want %+v", i, *got, want[i])
 					return
 				}

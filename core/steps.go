@@ -26,6 +26,7 @@ type decision struct {
 	rev         *policy.RevisionPolicy
 	identity    *policy.RevisionIdentity // the record's, equal to the request's; nil from a plain source
 	slot        *atomic.Value            // the record's requirements slot; nil from a plain source
+	reqs        *requirements            // the record's requirements, when step 2 took them from its slot
 	// principalListed: step 2 found (tenant, kind, subject) on the
 	// allowlists; reservation.Tenant is the tenant's ID.
 	principalListed bool
@@ -67,7 +68,7 @@ func (c *AdmissionController) checkPolicy(req *AdmissionRequest, d *decision) *r
 	if err := c.checkRevision(req, d); err != nil {
 		return err
 	}
-	if err := c.checkRequirements(d); err != nil {
+	if err := c.checkRequirements(req, d); err != nil {
 		return err
 	}
 	if err := c.checkTrustClass(d); err != nil {
@@ -131,14 +132,34 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 	if !policy.ValidIdentifier(req.ActivationID, max) {
 		return errActivationID
 	}
+	// The handle's record, when the source recognises it as its own: a
+	// pointer comparison, no lookup. Nothing is answered from it before
+	// the principal's fields are.
+	var own *policy.RevisionIdentity
+	var ownRev *policy.RevisionPolicy
+	var ownSlot *atomic.Value
+	if c.records != nil && req.Handle != nil {
+		if id, rev, slot, ok := c.records.OwnRecord(req.Handle); ok {
+			own, ownRev, ownSlot = id, rev, slot
+		}
+	}
 	p := &req.Principal
 	// A listed principal's subject and tenant are names the node policy
 	// validated, against this node's bound, when it was compiled: they
 	// need no scan, and step 3 uses the lookup. Any other is scanned, so
-	// an invalid one still gets step 2's answer before step 3's.
-	if id, ok := c.provider.policy.AuthorizedPrincipal(p.Tenant, p.Kind, p.Subject); ok {
-		d.reservation.Tenant, d.principalListed = id, true
+	// an invalid one still gets step 2's answer before step 3's. The
+	// principal of the record's own tenant is looked up by the tenant ID
+	// derived once for the record, with one hash of the subject.
+	if own != nil && p.Tenant == own.Tenant {
+		d.reqs = c.provider.recordRequirements(ownSlot, own, ownRev)
+		d.principalListed = d.reqs.tenantKnown && c.provider.policy.Authorized(d.reqs.tenant, p.Kind, p.Subject)
+		if d.principalListed {
+			d.reservation.Tenant = d.reqs.tenant
+		}
 	} else {
+		d.reservation.Tenant, d.principalListed = c.provider.policy.AuthorizedPrincipal(p.Tenant, p.Kind, p.Subject)
+	}
+	if !d.principalListed {
 		switch {
 		case !policy.ValidIdentifier(p.Subject, max):
 			return errPrincipalSubject
@@ -151,14 +172,12 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 	}
 	r := &req.Revision
 	held := &noIdentity
-	if c.records != nil && req.Handle != nil {
-		if id, rev, slot, ok := c.records.OwnRecord(req.Handle); ok {
-			if sameIdentity(id, &r.RevisionIdentity) && revisionFits(r, node) {
-				d.identity, d.rev, d.slot = id, rev, slot
-				return checkBudgetDimensions(&req.RequestedBudget)
-			}
-			held = id
+	if own != nil {
+		if sameIdentity(own, &r.RevisionIdentity) && revisionFits(r, node) {
+			d.identity, d.rev, d.slot = own, ownRev, ownSlot
+			return checkBudgetDimensions(&req.RequestedBudget)
 		}
+		held, d.reqs = own, nil
 	}
 	// A field equal to the held record's was validated by the source
 	// and needs only its length checked; any other is scanned.
@@ -282,13 +301,15 @@ func (c *AdmissionController) checkRevision(req *AdmissionRequest, d *decision) 
 // features as a bitset of the node's features, and its trust class for
 // step 7: derived once per record and provider when the source keeps
 // records (requirements.go), per request otherwise.
-func (c *AdmissionController) checkRequirements(d *decision) *rejection {
-	var reqs *requirements
-	if d.slot != nil {
-		reqs = c.provider.recordRequirements(d.slot, d.rev)
-	} else {
+func (c *AdmissionController) checkRequirements(req *AdmissionRequest, d *decision) *rejection {
+	reqs := d.reqs
+	switch {
+	case reqs != nil:
+	case d.slot != nil:
+		reqs = c.provider.recordRequirements(d.slot, d.identity, d.rev)
+	default:
 		reqs = new(requirements)
-		c.provider.deriveRequirements(d.rev, reqs)
+		c.provider.deriveRequirements(req.Revision.Tenant, d.rev, reqs)
 	}
 	if reqs.err != nil {
 		return reqs.err
@@ -535,14 +556,21 @@ func (c *AdmissionController) commit(req *AdmissionRequest, first time.Time, d *
 	if d.rec != nil {
 		d.readsBefore = d.rec.Reads
 	}
-	c.provider.ledger.Update(func(tx atomicledger.Tx) {
-		ticket, err = c.commitLocked(tx, req, first, d)
-		order = c.provider.orderOf(tx)
-	})
+	ticket, err, order = c.commitTx(req, first, d)
 	if err != nil {
 		return nil, err
 	}
 	return c.newPermit(req, d, ticket, order), nil
+}
+
+// commitTx runs commitLocked in one ledger transaction and returns its
+// order. The transaction ends on every path: the load source commitLocked
+// reads is the embedder's.
+func (c *AdmissionController) commitTx(req *AdmissionRequest, first time.Time, d *decision) (atomicledger.Ticket, *rejection, uint64) {
+	tx := c.provider.ledger.Begin()
+	defer tx.End()
+	ticket, err := c.commitLocked(tx, req, first, d)
+	return ticket, err, c.provider.orderOf(tx)
 }
 
 // commitLocked is step 13: the clock is resampled, the deadline and load

@@ -8,23 +8,23 @@ import (
 )
 
 // allowlist is every tenant's principal allowlist in one open-addressing
-// table keyed by (tenant, subject), so that admission's step 3 finds the
-// tenant and checks the principal with one hash of both names and one
-// probe sequence, instead of a lookup in a tenant map and another in that
-// tenant's allowlist. It is built at compile time and never changes; its
-// load factor is at most one half.
+// table keyed by (tenant ID, subject): one hash of the subject, folded
+// with the tenant's ID, and one probe sequence. Admission usually knows
+// the tenant's ID already (its revision record keeps it, derived once), so
+// step 3 hashes only the subject; a lookup by tenant name first finds the
+// ID in the tenants' map. It is built at compile time and never changes;
+// its load factor is at most one half.
 type allowlist struct {
-	key   [2]uint64 // chosen per table; see pairHash
+	key   [2]uint64 // chosen per table; see subjectHash
 	slots []allowSlot
 	mask  uint64
 }
 
 type allowSlot struct {
 	hash    uint64
-	tenant  string // "" marks an empty slot: a tenant ID is never empty
 	subject string
 	id      TenantID
-	kinds   principalKinds
+	kinds   principalKinds // 0 marks an empty slot: a listed subject has a kind
 }
 
 func newAllowlist(entries int) allowlist {
@@ -32,57 +32,63 @@ func newAllowlist(entries int) allowlist {
 	if entries > 0 {
 		size = 1 << bits.Len64(uint64(entries)*2-1)
 	}
-	return allowlist{key: [2]uint64{rand.Uint64(), rand.Uint64()}, slots: make([]allowSlot, size), mask: size - 1}
+	return allowlist{key: [2]uint64{rand.Uint64(), rand.Uint64() | 1<<63}, slots: make([]allowSlot, size), mask: size - 1}
 }
 
-// pairHash is the hash of (tenant, subject) under key: each name hashed
-// with xxhash, each hash XORed with one half of the key, and the two
-// folded by one 128-bit multiplication. Each name is hashed whole, so
-// ("ab", "c") and ("a", "bc") do not meet by construction, and the
-// halves of the key differ, so neither do (a, b) and (b, a). The table
-// is built from configuration, but a request chooses what it probes for;
-// a key it does not know keeps it from aiming at one probe run.
-func pairHash(key [2]uint64, tenant, subject string) uint64 {
-	hi, lo := bits.Mul64(xxhash.Sum64String(tenant)^key[0], xxhash.Sum64String(subject)^key[1])
+// subjectHash is the hash of (id, subject) under key: the subject hashed
+// with xxhash and XORed with one half of the key, folded by one 128-bit
+// multiplication with the tenant's ID XORed with the other half (whose
+// top bit is set, so that factor is never zero). The table is built from
+// configuration, but a request chooses what it probes for; a key it does
+// not know keeps it from aiming at one probe run.
+func subjectHash(key [2]uint64, id TenantID, subject string) uint64 {
+	hi, lo := bits.Mul64(xxhash.Sum64String(subject)^key[0], uint64(id)^key[1])
 	return hi ^ lo
 }
 
-// add lists subject under tenant with the kinds in k. Each (tenant,
-// subject) is added once: Compile merges a subject's kinds per tenant
-// first, and tenant IDs are unique.
-func (a *allowlist) add(tenant, subject string, id TenantID, k principalKinds) {
-	h := pairHash(a.key, tenant, subject)
+// add lists subject under tenant id with the kinds in k (not empty). Each
+// (id, subject) is added once: Compile merges a subject's kinds per
+// tenant first.
+func (a *allowlist) add(id TenantID, subject string, k principalKinds) {
+	h := subjectHash(a.key, id, subject)
 	i := h & a.mask
-	for a.slots[i].tenant != "" {
+	for a.slots[i].kinds != 0 {
 		i = (i + 1) & a.mask
 	}
-	a.slots[i] = allowSlot{hash: h, tenant: tenant, subject: subject, id: id, kinds: k}
+	a.slots[i] = allowSlot{hash: h, subject: subject, id: id, kinds: k}
 }
 
-// find returns the slot of (tenant, subject), or nil.
-func (a *allowlist) find(tenant, subject string) *allowSlot {
-	h := pairHash(a.key, tenant, subject)
+// find returns the kinds (id, subject) is listed with, or 0.
+func (a *allowlist) find(id TenantID, subject string) principalKinds {
+	h := subjectHash(a.key, id, subject)
 	for i := h & a.mask; ; i = (i + 1) & a.mask {
 		s := &a.slots[i]
-		if s.tenant == "" {
-			return nil
+		if s.kinds == 0 {
+			return 0
 		}
-		if s.hash == h && s.tenant == tenant && s.subject == subject {
-			return s
+		if s.hash == h && s.id == id && s.subject == subject {
+			return s.kinds
 		}
 	}
 }
 
-// AuthorizedPrincipal is step 3's lookup in one: the ID of tenant and
+// AuthorizedPrincipal is step 3's lookup by name: the ID of tenant and
 // whether (kind, subject) is on its allowlist. ok is false for an unknown
 // tenant, a subject not listed for kind, and an anonymous principal alike.
 func (c *Compiled) AuthorizedPrincipal(tenant string, kind PrincipalKind, subject string) (id TenantID, ok bool) {
+	id, known := c.tenantByName[tenant]
+	if !known || !c.Authorized(id, kind, subject) {
+		return 0, false
+	}
+	return id, true
+}
+
+// Authorized reports whether (kind, subject) is on tenant id's allowlist.
+// Anonymous principals are never authorized. An id that names no tenant
+// finds nothing.
+func (c *Compiled) Authorized(id TenantID, kind PrincipalKind, subject string) bool {
 	if kind != UserPrincipal && kind != ServicePrincipal {
-		return 0, false
+		return false
 	}
-	s := c.allow.find(tenant, subject)
-	if s == nil || s.kinds&(1<<kind) == 0 {
-		return 0, false
-	}
-	return s.id, true
+	return c.allow.find(id, subject)&(1<<kind) != 0
 }

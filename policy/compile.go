@@ -25,8 +25,7 @@ type Compiled struct {
 	stateModels   []string
 	tenants       []TenantSettings
 	tenantByName  map[string]TenantID
-	principals    []map[string]principalKinds // by TenantID: subject -> kinds
-	allow         allowlist                   // (tenant, subject) -> tenant ID and kinds
+	allow         allowlist                   // (tenant ID, subject) -> kinds
 	trustClasses  []TrustClassSettings
 	trustByName   map[string]TrustClassID
 	queueClasses  []QueueClassSettings
@@ -171,6 +170,7 @@ func Compile(p *NodeAdmissionPolicy) (*Compiled, error) {
 	for _, name := range p.Fleet.Tenants {
 		fleet[name] = true
 	}
+	principals := make([]map[string]principalKinds, 0, len(p.Tenants)) // by TenantID: subject -> kinds
 	for i, tp := range p.Tenants {
 		id := TenantID(i)
 		t := TenantSettings{ID: id, Name: tp.ID, CellClasses: cellSet(tp.CellClasses),
@@ -185,17 +185,17 @@ func Compile(p *NodeAdmissionPolicy) (*Compiled, error) {
 		}
 		t.FleetLimited = fleet[tp.ID]
 		c.tenants = append(c.tenants, t)
-		c.principals = append(c.principals, allow)
+		principals = append(principals, allow)
 		c.tenantByName[tp.ID] = id
 	}
 	entries := 0
-	for _, allow := range c.principals {
+	for _, allow := range principals {
 		entries += len(allow)
 	}
 	c.allow = newAllowlist(entries)
-	for id, allow := range c.principals {
+	for id, allow := range principals {
 		for subject, kinds := range allow {
-			c.allow.add(c.tenants[id].Name, subject, TenantID(id), kinds)
+			c.allow.add(TenantID(id), subject, kinds)
 		}
 	}
 	return c, nil
@@ -238,14 +238,6 @@ func (c *Compiled) TenantID(name string) (TenantID, bool) {
 	return id, ok
 }
 
-// Authorized reports whether (kind, subject) is on tenant id's allowlist.
-// Anonymous principals are never authorized.
-func (c *Compiled) Authorized(id TenantID, kind PrincipalKind, subject string) bool {
-	if kind != UserPrincipal && kind != ServicePrincipal {
-		return false
-	}
-	return c.principals[id][subject]&(1<<kind) != 0
-}
 
 // NumTrustClasses is the number of trust classes.
 func (c *Compiled) NumTrustClasses() int { return len(c.trustClasses) }

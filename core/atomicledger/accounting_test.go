@@ -167,6 +167,29 @@ func TestStaleAndForeignTicketsNameNothing(t *testing.T) {
 	}
 }
 
+// TestGenerationWrapsPastZero: an entry reused 2^32 times wraps its
+// generation to 1, never 0 (the zero ticket's), and the ticket of the
+// reservation before the wrap is stale after it.
+func TestGenerationWrapsPastZero(t *testing.T) {
+	l := testLedger(t, 1)
+	r := Reservation{Tenant: 0, CPUFuel: 1, MemoryBytes: 1}
+	l.table.entries[0].generation = ^uint32(0) - 1
+	last := reserve(l, FingerprintOf(0, "last"), "last", r)
+	if last.generation != ^uint32(0) || !release(l, last) {
+		t.Fatalf("the last generation before the wrap: %+v", last)
+	}
+	wrapped := reserve(l, FingerprintOf(0, "wrapped"), "wrapped", r)
+	if wrapped.entry != last.entry || wrapped.generation != 1 {
+		t.Fatalf("after the wrap: %+v, want generation 1", wrapped)
+	}
+	if start(l, last) || release(l, last) {
+		t.Fatal("the ticket from before the wrap started or released")
+	}
+	if !start(l, wrapped) || !release(l, wrapped) {
+		t.Fatal("the ticket after the wrap")
+	}
+}
+
 // limitsLedger is a ledger of one tenant, trust class and queue class
 // with the given limits.
 func limitsLedger(t testing.TB, node, tenant, trust policy.Limits, maxQueued uint64) *Ledger {

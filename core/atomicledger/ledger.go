@@ -59,7 +59,7 @@ type Reservation struct {
 // perhaps reused) no longer matches and can free nothing.
 type Ticket struct {
 	entry      uint32
-	generation uint64
+	generation uint32 // never 0 in a ticket Reserve made
 }
 
 // Slot is the live-table entry the ticket names, in [0, the node live
@@ -279,27 +279,37 @@ func (l *Ledger) NextOrder() uint64 {
 }
 
 // Tx is the ledger with its mutex held: the only value on which the
-// operations that need the mutex exist. Only [Ledger.Update] hands one
-// out, and it is valid only until the function it was given returns;
-// using it after that is a bug in the caller and panics.
+// operations that need the mutex exist. Only [Ledger.Begin] (and
+// [Ledger.Update], through it) hands one out, and it is valid only until
+// its [Tx.End]; using it after that is a bug in the caller and panics.
 type Tx struct{ l *Ledger }
 
-// Update takes the mutex, takes the next place in the total order
-// ([Tx.Order]), runs fn with a transaction, and releases the mutex when
-// fn returns, on every path. Hold it only for the final checks and one
-// commit: fn must not block, and what can run before it should.
-func (l *Ledger) Update(fn func(tx Tx)) {
+// Begin takes the mutex and the next place in the total order
+// ([Tx.Order]) and returns the transaction; [Tx.End] ends it and
+// releases the mutex. Hold it only for the final checks and one commit:
+// nothing between the two may block, and what can run before Begin
+// should. Defer End where anything between them can panic.
+func (l *Ledger) Begin() Tx {
 	l.mu.Lock()
-	defer l.endLocked()
 	l.order++
 	l.inTx = true
-	fn(Tx{l})
+	return Tx{l}
 }
 
-// endLocked ends the transaction and releases mu.
-func (l *Ledger) endLocked() {
+// End ends the transaction and releases the mutex. The Tx is then
+// spent: using it again is a bug in the caller and panics.
+func (tx Tx) End() {
+	l := tx.held()
 	l.inTx = false
 	l.mu.Unlock()
+}
+
+// Update runs fn in one transaction: [Ledger.Begin], fn, and
+// [Tx.End] on every path.
+func (l *Ledger) Update(fn func(tx Tx)) {
+	tx := l.Begin()
+	defer tx.End()
+	fn(tx)
 }
 
 // held returns the ledger, or panics if the transaction has ended.

@@ -44,7 +44,7 @@ type entry struct {
 	next        atomic.Uint32 // the next entry of its chain, as index+1; 0 ends it
 	live        bool
 	executing   bool
-	generation  uint64 // bumped on every reuse, so a stale ticket never matches
+	generation  uint32 // bumped on every reuse, skipping 0, so a stale ticket never matches
 	reservation Reservation
 	// One entry per line: two cores' reservations, handed out side by
 	// side from the free stack, do not share one.
@@ -139,7 +139,12 @@ func (t *liveTable) insertLocked(fp Fingerprint, id string, r *Reservation) Tick
 		panic("atomicledger: Reserve with no free live-table entry")
 	}
 	e := &t.entries[ei]
-	e.generation++
+	// A ticket is released once, under the mutex, before its entry is
+	// reused: 2^32-1 reuses of one entry before a stale ticket could
+	// match again is margin enough. 0 is never a ticket's.
+	if e.generation++; e.generation == 0 {
+		e.generation = 1
+	}
 	e.live = true
 	e.executing = false
 	t.ids[ei] = id
