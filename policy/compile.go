@@ -25,7 +25,7 @@ type Compiled struct {
 	stateModels   []string
 	tenants       []TenantSettings
 	tenantByName  map[string]TenantID
-	allow         allowlist                   // (tenant ID, subject) -> kinds
+	allow         allowlist // (tenant ID, subject) -> kinds
 	trustClasses  []TrustClassSettings
 	trustByName   map[string]TrustClassID
 	queueClasses  []QueueClassSettings
@@ -237,7 +237,6 @@ func (c *Compiled) TenantID(name string) (TenantID, bool) {
 	id, ok := c.tenantByName[name]
 	return id, ok
 }
-
 
 // NumTrustClasses is the number of trust classes.
 func (c *Compiled) NumTrustClasses() int { return len(c.trustClasses) }
