@@ -7,18 +7,28 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// allowlist is every tenant's principal allowlist in one open-addressing
+// allowlist is every tenant's principal allowlist. A tenant lists few
+// principals as a rule: a list of at most smallAllowlist subjects is
+// searched in order (a string comparison rejects a subject of another
+// length without reading it), which costs less than hashing the subject.
+// The subjects of tenants with longer lists are in one open-addressing
 // table keyed by (tenant ID, subject): one hash of the subject, folded
 // with the tenant's ID, and one probe sequence. Admission usually knows
-// the tenant's ID already (its revision record keeps it, derived once), so
-// step 3 hashes only the subject; a lookup by tenant name first finds the
-// ID in the tenants' map. It is built at compile time and never changes;
-// its load factor is at most one half.
+// the tenant's ID already (its revision record keeps it, derived once);
+// a lookup by tenant name first finds the ID in the tenants' map. It is
+// built at compile time and never changes; the table's load factor is
+// at most one half.
 type allowlist struct {
-	key   [2]uint64 // chosen per table; see subjectHash
+	small [][]allowSlot // by tenant ID: its subjects, when it has at most smallAllowlist; else nil
+	key   [2]uint64     // chosen per table; see subjectHash
 	slots []allowSlot
 	mask  uint64
 }
+
+// smallAllowlist is the longest list searched in order. Eight
+// comparisons, most of them of lengths alone, cost about what hashing
+// one short subject does.
+const smallAllowlist = 8
 
 type allowSlot struct {
 	hash    uint64
@@ -27,12 +37,36 @@ type allowSlot struct {
 	kinds   principalKinds // 0 marks an empty slot: a listed subject has a kind
 }
 
-func newAllowlist(entries int) allowlist {
+// newAllowlist builds the allowlist of principals, which holds each
+// tenant's subjects and their kinds by tenant ID.
+func newAllowlist(principals []map[string]principalKinds) allowlist {
+	a := allowlist{small: make([][]allowSlot, len(principals))}
+	entries := 0
+	for id, subjects := range principals {
+		if len(subjects) > smallAllowlist {
+			entries += len(subjects)
+			continue
+		}
+		list := make([]allowSlot, 0, len(subjects))
+		for subject, kinds := range subjects {
+			list = append(list, allowSlot{subject: subject, id: TenantID(id), kinds: kinds})
+		}
+		a.small[id] = list
+	}
 	size := uint64(2)
 	if entries > 0 {
 		size = 1 << bits.Len64(uint64(entries)*2-1)
 	}
-	return allowlist{key: [2]uint64{rand.Uint64(), rand.Uint64() | 1<<63}, slots: make([]allowSlot, size), mask: size - 1}
+	a.key = [2]uint64{rand.Uint64(), rand.Uint64() | 1<<63}
+	a.slots, a.mask = make([]allowSlot, size), size-1
+	for id, subjects := range principals {
+		if len(subjects) > smallAllowlist {
+			for subject, kinds := range subjects {
+				a.add(TenantID(id), subject, kinds)
+			}
+		}
+	}
+	return a
 }
 
 // subjectHash is the hash of (id, subject) under key: the subject hashed
@@ -58,8 +92,24 @@ func (a *allowlist) add(id TenantID, subject string, k principalKinds) {
 	a.slots[i] = allowSlot{hash: h, subject: subject, id: id, kinds: k}
 }
 
-// find returns the kinds (id, subject) is listed with, or 0.
+// find returns the kinds (id, subject) is listed with, or 0. An id
+// that names no tenant finds nothing.
 func (a *allowlist) find(id TenantID, subject string) principalKinds {
+	if uint(id) < uint(len(a.small)) {
+		if list := a.small[id]; list != nil {
+			for i := range list {
+				if list[i].subject == subject {
+					return list[i].kinds
+				}
+			}
+			return 0
+		}
+	}
+	return a.findHashed(id, subject)
+}
+
+// findHashed is find in the table of the tenants with long lists.
+func (a *allowlist) findHashed(id TenantID, subject string) principalKinds {
 	h := subjectHash(a.key, id, subject)
 	for i := h & a.mask; ; i = (i + 1) & a.mask {
 		s := &a.slots[i]

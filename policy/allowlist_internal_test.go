@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -48,7 +49,7 @@ func TestSubjectHash(t *testing.T) {
 	for _, s := range []string{"", "a", "acme", "a-longer-subject-name", strings.Repeat("x", 70)} {
 		assert.NotEqual(t, subjectHash(k, 0, s), subjectHash([2]uint64{1, 3 | 1<<63}, 0, s), "%q under two keys", s)
 	}
-	a := newAllowlist(8)
+	a := allowlist{key: k, slots: make([]allowSlot, 16), mask: 15}
 	var names []string
 	for i, n := range []int{1, 63, 64, 65, 127, 128, 129, 300} {
 		subject := strings.Repeat("s", n)
@@ -62,4 +63,34 @@ func TestSubjectHash(t *testing.T) {
 		allocs := testing.AllocsPerRun(100, func() { a.find(TenantID(i), s) })
 		assert.Zero(t, allocs, "allocations finding (%d bytes)", len(s))
 	}
+}
+
+// TestShortAndLongAllowlists: a tenant listing at most smallAllowlist
+// subjects is searched in order and one listing more through the table;
+// each finds exactly its own subjects with their kinds, never another
+// tenant's, and an ID past the tenants finds nothing.
+func TestShortAndLongAllowlists(t *testing.T) {
+	sizes := []int{0, 1, smallAllowlist, smallAllowlist + 1, 40}
+	principals := make([]map[string]principalKinds, len(sizes))
+	for id, n := range sizes {
+		principals[id] = map[string]principalKinds{}
+		for j := 0; j < n; j++ {
+			principals[id][fmt.Sprintf("subject-%d", j)] = principalKinds(1 + (id+j)%3)
+		}
+	}
+	a := newAllowlist(principals)
+	for id, n := range sizes {
+		assert.Equal(t, n <= smallAllowlist, a.small[id] != nil, "tenant %d of %d subjects searched in order", id, n)
+		for j := 0; j < sizes[len(sizes)-1]+1; j++ {
+			subject := fmt.Sprintf("subject-%d", j)
+			assert.Equal(t, principals[id][subject], a.find(TenantID(id), subject), "tenant %d, %s", id, subject)
+			assert.Zero(t, a.find(TenantID(id), subject+"x"))
+		}
+		if n > 0 {
+			allocs := testing.AllocsPerRun(100, func() { a.find(TenantID(id), "subject-0") })
+			assert.Zero(t, allocs, "allocations finding in a list of %d", n)
+		}
+	}
+	assert.Zero(t, a.find(TenantID(len(sizes)), "subject-0"))
+	assert.Zero(t, a.find(-1, "subject-0"))
 }

@@ -188,16 +188,7 @@ func Compile(p *NodeAdmissionPolicy) (*Compiled, error) {
 		principals = append(principals, allow)
 		c.tenantByName[tp.ID] = id
 	}
-	entries := 0
-	for _, allow := range principals {
-		entries += len(allow)
-	}
-	c.allow = newAllowlist(entries)
-	for id, allow := range principals {
-		for subject, kinds := range allow {
-			c.allow.add(TenantID(id), subject, kinds)
-		}
-	}
+	c.allow = newAllowlist(principals)
 	return c, nil
 }
 
