@@ -22,6 +22,7 @@ const patience = 2 * time.Minute
 type etcdServer struct {
 	endpoint string
 	tls      *etcdproc.TLSFiles // nil: plain HTTP
+	cert     *etcdproc.TLSFiles // the client certificate presented; nil: none
 	proc     *etcdproc.Proc
 }
 
@@ -69,8 +70,15 @@ func freePort(t *testing.T) int {
 // files it serves clients over TLS with files' certificate.
 func startEtcd(t *testing.T, files *etcdproc.TLSFiles) *etcdServer {
 	t.Helper()
+	return startEtcdWith(t, etcdproc.Options{TLS: files})
+}
+
+// startEtcdWith is startEtcd with o's way of serving; with
+// o.ClientCertAuth the test's clients present o.TLS's certificate.
+func startEtcdWith(t *testing.T, o etcdproc.Options) *etcdServer {
+	t.Helper()
 	requireEtcd(t)
-	p, err := etcdproc.StartWith(t.TempDir(), patience, etcdproc.Options{TLS: files})
+	p, err := etcdproc.StartWith(t.TempDir(), patience, o)
 	if err != nil {
 		t.Fatalf("etcd did not start: %v", err)
 	}
@@ -80,7 +88,11 @@ func startEtcd(t *testing.T, files *etcdproc.TLSFiles) *etcdServer {
 			t.Logf("etcd's log:\n%s", p.Log())
 		}
 	})
-	return &etcdServer{endpoint: p.Endpoint, tls: files, proc: p}
+	e := &etcdServer{endpoint: p.Endpoint, tls: o.TLS, proc: p}
+	if o.ClientCertAuth {
+		e.cert = o.TLS
+	}
+	return e
 }
 
 // client returns a new client of e, closed when the test ends.
@@ -89,6 +101,9 @@ func (e *etcdServer) client(t *testing.T) *clientv3.Client {
 	o := ClientOptions{Endpoints: []string{e.endpoint}}
 	if e.tls != nil {
 		o.CAFile = e.tls.CA
+	}
+	if e.cert != nil {
+		o.CertFile, o.KeyFile = e.cert.Cert, e.cert.Key
 	}
 	c, err := NewClient(o)
 	if err != nil {

@@ -25,9 +25,18 @@ func (b *Broker) etcdFailed(op string, err error) {
 		return
 	}
 	attrs := []any{"node", b.cfg.NodeID, "op", op, "endpoints", strings.Join(b.cfg.Client.Endpoints(), ","), "kind", kind, "error", err}
+	named := namesTLS(err.Error())
 	if kind == "timeout" {
 		if cause := b.diagnose(); cause != "" {
 			attrs = append(attrs, "connection", cause)
+			named = named || namesTLS(cause)
+		}
+	}
+	if !named && (kind == "timeout" || kind == "unavailable") {
+		// A connection reset or a broken pipe may be etcd refusing the
+		// client's certificate: a handshake of the broker's own says.
+		if cause := tlsProbe(b.cfg.Client, b.cfg.RequestTimeout); cause != "" {
+			attrs = append(attrs, "tls", cause)
 		}
 	}
 	b.cfg.Logger.Warn("fleet: etcd request failed", attrs...)
