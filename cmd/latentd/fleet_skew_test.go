@@ -16,7 +16,7 @@ import (
 // its patience, for a steady spell: the median of the fleet's live count
 // over a window of samples of the nodes' status pages at 90% of L or
 // more; a loaded machine delays it. The fleet's live count, rebuilt from
-// the recordings, never exceeds L.
+// the recordings, never exceeds L, nor do the slices in etcd's history.
 func TestFleetSkewUtilization(t *testing.T) {
 	const limit = 10
 	clients := []int{16, 2, 2} // 80/10/10
@@ -90,6 +90,7 @@ func TestFleetSkewUtilization(t *testing.T) {
 	}
 	steps, admitted := fleetSteps(t, c.nodes)
 	peak := neverOver(t, steps, limit)
+	revisions, largest := sliceHistory(t, c, limit) // and in etcd, at every revision
 	from, to := steady[0].at, steady[len(steady)-1].at
 	var meanSlices [3]float64
 	for _, s := range steady {
@@ -97,7 +98,7 @@ func TestFleetSkewUtilization(t *testing.T) {
 			meanSlices[i] += float64(s.slices[i]) / float64(len(steady))
 		}
 	}
-	t.Logf("steady %.1fs after the start; over that window (%.1fs) the recordings give a mean fleet live count of %.1f%% of L = %d, the status pages mean slices %.1f/%.1f/%.1f; from it to the end of the load (%.1fs): %.1f%%; peak %d; admitted by node %v",
+	t.Logf("steady %.1fs after the start; over that window (%.1fs) the recordings give a mean fleet live count of %.1f%% of L = %d, the status pages mean slices %.1f/%.1f/%.1f; from it to the end of the load (%.1fs): %.1f%%; peak %d; admitted by node %v; etcd: %d revisions of acme's slices, largest sum %d",
 		from.Sub(loadStart).Seconds(), to.Sub(from).Seconds(), 100*meanLive(steps, from, to)/limit, limit,
-		meanSlices[0], meanSlices[1], meanSlices[2], loadEnd.Sub(from).Seconds(), 100*meanLive(steps, from, loadEnd)/limit, peak, admitted)
+		meanSlices[0], meanSlices[1], meanSlices[2], loadEnd.Sub(from).Seconds(), 100*meanLive(steps, from, loadEnd)/limit, peak, admitted, revisions, largest)
 }
