@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,8 +48,12 @@ func TestFleetSkewUtilization(t *testing.T) {
 	var steady []sample
 	for deadline := time.Now().Add(fleetPatience); steady == nil; time.Sleep(every) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no steady window of %d samples with a median fleet live count of 90%% of %d within %v; last samples: %+v",
-				window, limit, fleetPatience, samples[max(0, len(samples)-window):])
+			var last []string
+			for _, x := range samples[max(0, len(samples)-window):] {
+				last = append(last, fmt.Sprintf("%.1fs: live %d %v, slices %v", x.at.Sub(loadStart).Seconds(), x.total, x.live, x.slices))
+			}
+			t.Fatalf("no steady window of %d samples with a median fleet live count of 90%% of %d within %v; the last samples:\n%s",
+				window, limit, fleetPatience, strings.Join(last, "\n"))
 		}
 		s := sample{at: time.Now()}
 		ok := true
