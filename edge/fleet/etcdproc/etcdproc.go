@@ -206,8 +206,8 @@ func (p *Proc) Stop() {
 	p.exited <- err
 }
 
-// Restart starts etcd again, after Stop (an etcd killed), on the same
-// data and ports, and waits at most patience until it answers.
+// Restart kills etcd if it still runs (Stop), starts it again on the
+// same data and ports, and waits at most patience until it answers.
 func (p *Proc) Restart(patience time.Duration) error {
 	p.Stop()
 	return p.launch(patience)
