@@ -56,8 +56,21 @@ func (l *logBuffer) String() string {
 // limit. Without etcd the test skips, unless CI is set, when it fails.
 func startTestFleet(t *testing.T, nodes int, limit int64) (*fleetCluster, *logBuffer) {
 	t.Helper()
+	c, logs := startTestFleetWith(t, limit, etcdproc.Options{})
+	for i := range nodes {
+		if _, err := c.addNode(fmt.Sprintf("n%d", i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c, logs
+}
+
+// startTestFleetWith starts etcd serving as o says, with acme's fleet
+// limit at limit, and no node.
+func startTestFleetWith(t *testing.T, limit int64, o etcdproc.Options) (*fleetCluster, *logBuffer) {
+	t.Helper()
 	logs := &logBuffer{}
-	c, err := startFleetCluster(t.TempDir(), os.Args[0], []string{childEnv + "=1"}, logs)
+	c, err := startFleetClusterWith(t.TempDir(), os.Args[0], []string{childEnv + "=1"}, logs, o)
 	if errors.Is(err, etcdproc.ErrMissing) {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("%v, and CI is set (.ci/run installs etcd-server)", err)
@@ -76,11 +89,6 @@ func startTestFleet(t *testing.T, nodes int, limit int64) (*fleetCluster, *logBu
 	})
 	if err := c.setLimit(limit); err != nil {
 		t.Fatal(err)
-	}
-	for i := range nodes {
-		if _, err := c.addNode(fmt.Sprintf("n%d", i+1)); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return c, logs
 }
@@ -237,37 +245,9 @@ func TestFleetNeverOverAcrossProcesses(t *testing.T) {
 		}
 	}
 
-	var steps []liveStep
-	admitted := map[string]int{}
-	for _, n := range c.nodes {
-		s := acmeSteps(t, n)
-		for _, x := range s {
-			if x.delta > 0 {
-				admitted[n.id]++
-			}
-		}
-		steps = append(steps, s...)
-	}
-	sort.SliceStable(steps, func(i, j int) bool { return steps[i].at.Before(steps[j].at) })
-	live, peak := 0, 0
-	var area float64 // live × seconds over the steady window
+	steps, admitted := fleetSteps(t, c.nodes)
+	peak := neverOver(t, steps, limit)
 	steady := loadStart.Add(3 * time.Second)
-	var prev time.Time
-	for _, s := range steps {
-		if !prev.IsZero() && s.at.After(steady) && prev.Before(loadEnd) {
-			from := prev
-			if from.Before(steady) {
-				from = steady
-			}
-			area += float64(live) * s.at.Sub(from).Seconds()
-		}
-		live += s.delta
-		prev = s.at
-		if live > limit {
-			t.Fatalf("at %s the fleet held %d acme activations, over its limit %d (%s's step)", s.at.Format(time.RFC3339Nano), live, limit, s.node)
-		}
-		peak = max(peak, live)
-	}
 	for _, n := range c.nodes {
 		if admitted[n.id] == 0 {
 			t.Fatalf("node %s admitted no acme activation: %v", n.id, admitted)
@@ -297,12 +277,75 @@ func TestFleetNeverOverAcrossProcesses(t *testing.T) {
 			t.Errorf("node %s: %d of %d decisions changed when replayed under the same policy: %+v", n.id, res.Changed, res.Decisions, res.Changes)
 		}
 	}
-	utilization := area / (float64(limit) * loadEnd.Sub(steady).Seconds())
+	utilization := meanLive(steps, steady, loadEnd) / limit
 	t.Logf("fleet live peak %d of %d; %v admitted by node; mean utilization over the last %.1fs of load: %.1f%%",
 		peak, limit, admitted, loadEnd.Sub(steady).Seconds(), utilization*100)
 	if peak != limit {
 		t.Errorf("the fleet never reached its limit (peak %d of %d) with more clients than the limit", peak, limit)
 	}
+}
+
+// fleetSteps reads the nodes' recordings (acmeSteps) and returns every
+// change of acme's fleet live count on the shared clock, in time order,
+// and how many activations each node admitted.
+func fleetSteps(t *testing.T, nodes []*fleetNode) ([]liveStep, map[string]int) {
+	t.Helper()
+	var steps []liveStep
+	admitted := map[string]int{}
+	for _, n := range nodes {
+		s := acmeSteps(t, n)
+		for _, x := range s {
+			if x.delta > 0 {
+				admitted[n.id]++
+			}
+		}
+		steps = append(steps, s...)
+	}
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].at.Before(steps[j].at) })
+	return steps, admitted
+}
+
+// neverOver fails when the fleet's live count goes over limit at any
+// step, and returns its peak.
+func neverOver(t *testing.T, steps []liveStep, limit int) (peak int) {
+	t.Helper()
+	live := 0
+	for _, s := range steps {
+		live += s.delta
+		if live > limit {
+			t.Fatalf("at %s the fleet held %d acme activations, over its limit %d (%s's step)", s.at.Format(time.RFC3339Nano), live, limit, s.node)
+		}
+		peak = max(peak, live)
+	}
+	return peak
+}
+
+// meanLive is the fleet's mean live count over [from, to].
+func meanLive(steps []liveStep, from, to time.Time) float64 {
+	if !to.After(from) {
+		return 0
+	}
+	var area float64 // live × seconds
+	live := 0
+	add := func(a, b time.Time) {
+		if a.Before(from) {
+			a = from
+		}
+		if b.After(to) {
+			b = to
+		}
+		if b.After(a) {
+			area += float64(live) * b.Sub(a).Seconds()
+		}
+	}
+	prev := from
+	for _, s := range steps {
+		add(prev, s.at)
+		live += s.delta
+		prev = s.at
+	}
+	add(prev, to)
+	return area / to.Sub(from).Seconds()
 }
 
 // sliceHistory reads every change of acme's slice keys from etcd's first

@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"latent.dev/admission/edge/fleet"
 	"latent.dev/admission/edge/fleet/etcdproc"
 	"latent.dev/admission/edge/latentd/demo"
@@ -164,7 +166,13 @@ type fleetNode struct {
 // startFleetCluster starts etcd under dir and writes the files the nodes
 // share; the nodes start with addNode.
 func startFleetCluster(dir, exe string, env []string, logs io.Writer) (*fleetCluster, error) {
-	e, err := etcdproc.Start(dir, 2*time.Minute)
+	return startFleetClusterWith(dir, exe, env, logs, etcdproc.Options{})
+}
+
+// startFleetClusterWith is startFleetCluster with etcd serving its
+// clients as o says (TLS: the nodes are given its CA and certificate).
+func startFleetClusterWith(dir, exe string, env []string, logs io.Writer, o etcdproc.Options) (*fleetCluster, error) {
+	e, err := etcdproc.StartWith(dir, 2*time.Minute, o)
 	if err != nil {
 		return nil, err
 	}
@@ -186,10 +194,20 @@ func startFleetCluster(dir, exe string, env []string, logs io.Writer) (*fleetClu
 	return c, nil
 }
 
+// client is a new client of etcd (with its CA and certificate when it
+// speaks TLS); the caller closes it.
+func (c *fleetCluster) client() (*clientv3.Client, error) {
+	o := fleet.ClientOptions{Endpoints: []string{c.etcd.Endpoint}}
+	if f := c.etcd.TLS; f != nil {
+		o.CAFile, o.CertFile, o.KeyFile = f.CA, f.Cert, f.Key
+	}
+	return fleet.NewClient(o)
+}
+
 // setLimit sets acme's fleet limit in etcd, as `admissionctl fleet set`
 // does (the same edge/fleet call).
 func (c *fleetCluster) setLimit(limit int64) error {
-	client, err := fleet.NewClient(fleet.ClientOptions{Endpoints: []string{c.etcd.Endpoint}})
+	client, err := c.client()
 	if err != nil {
 		return err
 	}
@@ -202,7 +220,7 @@ func (c *fleetCluster) setLimit(limit int64) error {
 
 // slices reads acme's slices in etcd.
 func (c *fleetCluster) slices() (fleet.TenantLimit, error) {
-	client, err := fleet.NewClient(fleet.ClientOptions{Endpoints: []string{c.etcd.Endpoint}})
+	client, err := c.client()
 	if err != nil {
 		return fleet.TenantLimit{}, err
 	}
@@ -213,8 +231,9 @@ func (c *fleetCluster) slices() (fleet.TenantLimit, error) {
 }
 
 // addNode starts node id, waits until it serves, and deploys the held
-// guest as acme/hold/run and globex/hold/run on it.
-func (c *fleetCluster) addNode(id string) (*fleetNode, error) {
+// guest as acme/hold/run and globex/hold/run on it. extra are more
+// flags, after the cluster's (a flag given twice takes the later value).
+func (c *fleetCluster) addNode(id string, extra ...string) (*fleetNode, error) {
 	dir := filepath.Join(c.dir, id)
 	n := &fleetNode{id: id, trace: filepath.Join(dir, "trace.jsonl"), exited: make(chan error, 1)}
 	if err := os.MkdirAll(filepath.Join(dir, "artifacts"), 0o700); err != nil {
@@ -224,6 +243,10 @@ func (c *fleetCluster) addNode(id string) (*fleetNode, error) {
 		"-store", filepath.Join(dir, "store"), "-artifacts", filepath.Join(dir, "artifacts"),
 		"-listen", "127.0.0.1:0", "-etcd", c.etcd.Endpoint, "-node-id", id,
 		"-fleet-lease-ttl", fleetLeaseTTL.String(), "-record", n.trace, "-access-log=false", "-grace", "5s")
+	if f := c.etcd.TLS; f != nil {
+		n.cmd.Args = append(n.cmd.Args, "-etcd-ca", f.CA, "-etcd-cert", f.Cert, "-etcd-key", f.Key)
+	}
+	n.cmd.Args = append(n.cmd.Args, extra...)
 	n.cmd.Env = append(os.Environ(), c.env...)
 	stdout, err := n.cmd.StdoutPipe()
 	if err != nil {

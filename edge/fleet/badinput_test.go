@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"latent.dev/admission/edge/fleet/etcdproc"
 )
 
 // runFor runs a node's broker with clients of acme for d and returns
@@ -79,6 +81,42 @@ func TestWrongCertificate(t *testing.T) {
 	setLimit(t, e.client(t), "acme", "3")
 	good := startNode(t, e, "node-b", nil, []string{"acme"}, nil, nil)
 	waitFor(t, "node-b to admit with the right CA", func() bool {
+		if good.sink.Admit("acme") != nil {
+			return false
+		}
+		good.sink.Release("acme")
+		return true
+	})
+}
+
+// TestClientCertificateRefused: etcd requires client certificates of its
+// CA and the node presents one of another CA. With TLS 1.3 the client's
+// handshake ends before etcd judges the certificate, so the gRPC
+// connection often fails with "connection reset by peer", which names
+// nothing; the failure's line names the certificate all the same (the
+// broker's own handshake reads etcd's alert), and the tenant stays
+// refused.
+func TestClientCertificateRefused(t *testing.T) {
+	right, other := writeTLSFiles(t, "etcd"), writeTLSFiles(t, "another")
+	e := startEtcdWith(t, etcdproc.Options{TLS: right, ClientCertAuth: true})
+	logs := &syncBuffer{}
+	impostor := &etcdServer{endpoint: e.endpoint, tls: right, cert: other}
+	n := startNode(t, impostor, "node-a", nil, []string{"acme"}, nil, logs)
+	waitFor(t, "the failure to be logged", func() bool { return countLines(logs, "fleet: etcd request failed") > 0 })
+	admitted, last := admitFor(n, time.Second)
+	n.stop()
+	if admitted != 0 || !errors.Is(last, errUnavailable) {
+		t.Fatalf("with a client certificate etcd does not trust: %d admitted, last refusal %v; want none admitted, refused as unavailable", admitted, last)
+	}
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "fleet: etcd request failed") && (!strings.Contains(l, "certificate") || !strings.Contains(l, e.endpoint)) {
+			t.Fatalf("a failure's line does not name the certificate and the endpoint %s:\n%s", e.endpoint, l)
+		}
+	}
+	// The right certificate works: the failure was the certificate.
+	setLimit(t, e.client(t), "acme", "3")
+	good := startNode(t, e, "node-b", nil, []string{"acme"}, nil, nil)
+	waitFor(t, "node-b to admit with the right certificate", func() bool {
 		if good.sink.Admit("acme") != nil {
 			return false
 		}

@@ -1,10 +1,14 @@
 package fleet
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net/url"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -72,5 +76,59 @@ func NewClient(o ClientOptions) (*clientv3.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet: etcd client for %v: %w", o.Endpoints, err)
 	}
+	if cfg.TLS != nil {
+		clientTLS.Store(c, cfg.TLS.Clone())
+		context.AfterFunc(c.Ctx(), func() { clientTLS.Delete(c) })
+	}
 	return c, nil
+}
+
+// clientTLS holds the TLS configuration of each client NewClient made,
+// until the client is closed, for tlsProbe.
+var clientTLS sync.Map // *clientv3.Client → *tls.Config
+
+// namesTLS says whether an error's text names a TLS or certificate
+// problem.
+func namesTLS(s string) bool {
+	return strings.Contains(s, "certificate") || strings.Contains(s, "tls:") || strings.Contains(s, "x509")
+}
+
+// tlsProbe makes a TLS handshake of its own with each https endpoint of
+// c, with c's TLS configuration (a client NewClient made; "" for
+// another), and returns the first failure that names TLS, with its
+// endpoint. In TLS 1.3 the client's handshake ends before the server has
+// judged the client's certificate: a server that refuses it sends an
+// alert and closes, and the gRPC connection, which has already written,
+// often sees only "connection reset by peer" or "broken pipe". The
+// probe writes nothing and reads the alert ("remote error: tls: bad
+// certificate"). Each step is bounded by timeout; a server that accepts
+// the certificate ends the read with data, or with the timeout.
+func tlsProbe(c *clientv3.Client, timeout time.Duration) string {
+	v, ok := clientTLS.Load(c)
+	if !ok {
+		return ""
+	}
+	for _, ep := range c.Endpoints() {
+		u, err := url.Parse(ep)
+		if err != nil || u.Scheme != "https" {
+			continue
+		}
+		cfg := v.(*tls.Config).Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName = u.Hostname()
+		}
+		cfg.NextProtos = []string{"h2"}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		conn, err := (&tls.Dialer{Config: cfg}).DialContext(ctx, "tcp", u.Host)
+		cancel()
+		if err == nil {
+			_ = conn.SetReadDeadline(time.Now().Add(timeout))
+			_, err = conn.Read(make([]byte, 1))
+			conn.Close()
+		}
+		if err != nil && namesTLS(err.Error()) {
+			return ep + ": " + err.Error()
+		}
+	}
+	return ""
 }

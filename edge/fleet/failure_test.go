@@ -226,13 +226,11 @@ func TestEtcdRestart(t *testing.T) {
 	killed := time.Now()
 	// Killed, and started again only once both nodes have seen a request
 	// fail: on a quick restart the client's own retries can hide it.
-	_ = e.cmd.Process.Kill()
-	exitErr := <-e.exited
-	e.exited <- exitErr
+	e.proc.Stop()
 	waitFor(t, "both nodes to log a failed request while etcd is down", func() bool {
 		return countLines(logs[0], "fleet: etcd request failed") > 0 && countLines(logs[1], "fleet: etcd request failed") > 0
 	})
-	if err := e.launch(t); err != nil {
+	if err := e.proc.Restart(patience); err != nil {
 		t.Fatalf("etcd did not restart: %v", err)
 	}
 	// A deadline later than the kill plus TTL less the margin comes

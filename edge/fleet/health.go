@@ -25,9 +25,18 @@ func (b *Broker) etcdFailed(op string, err error) {
 		return
 	}
 	attrs := []any{"node", b.cfg.NodeID, "op", op, "endpoints", strings.Join(b.cfg.Client.Endpoints(), ","), "kind", kind, "error", err}
+	said := err.Error()
 	if kind == "timeout" {
 		if cause := b.diagnose(); cause != "" {
 			attrs = append(attrs, "connection", cause)
+			said += " " + cause
+		}
+	}
+	if closedByPeer(said) && !namesTLS(said) {
+		// etcd closed a connection it had accepted: perhaps for the
+		// client's certificate. A handshake of the broker's own says.
+		if cause := tlsProbe(b.cfg.Client, b.cfg.RequestTimeout); cause != "" {
+			attrs = append(attrs, "tls", cause)
 		}
 	}
 	b.cfg.Logger.Warn("fleet: etcd request failed", attrs...)
@@ -67,6 +76,13 @@ func (b *Broker) etcdAnswered() {
 		sort.Strings(was)
 		b.cfg.Logger.Info("fleet: etcd answers again", "node", b.cfg.NodeID, "was", strings.Join(was, ","))
 	}
+}
+
+// closedByPeer says whether an error's text is of a connection the peer
+// closed (reset, a write to it refused, an end of stream): what a
+// client certificate refused in TLS 1.3 looks like to gRPC.
+func closedByPeer(s string) bool {
+	return strings.Contains(s, "connection reset by peer") || strings.Contains(s, "broken pipe") || strings.Contains(s, "EOF")
 }
 
 // failureKinds are what failureKind returns.
