@@ -3,7 +3,6 @@ package catalog
 import (
 	"fmt"
 	"slices"
-	"sync/atomic"
 
 	"latent.dev/admission/internal/strictjson"
 	"latent.dev/admission/policy"
@@ -71,7 +70,7 @@ type revision struct {
 	// derives from spec.Policy (core's requirements, with the provider
 	// they were derived for). It is the one field written after the
 	// revision is published; nothing in this package reads it.
-	requirements atomic.Value
+	requirements policy.RecordSlot
 }
 
 // compileDeployment validates d and builds its immutable compiled form.

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"sort"
-	"sync/atomic"
 
 	"latent.dev/admission/policy"
 )
@@ -147,7 +146,7 @@ func (p *Pin) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionPoli
 // rev's (tenant, service), the pin starts from that deployment instead of
 // looking the pair up in its index; any other h, nil included, gets the
 // same answer by the lookup.
-func (p *Pin) RevisionRecord(h any, rev *policy.ResolvedRevision) (*policy.RevisionIdentity, *policy.RevisionPolicy, *atomic.Value, bool) {
+func (p *Pin) RevisionRecord(h any, rev *policy.ResolvedRevision) (*policy.RevisionIdentity, *policy.RevisionPolicy, *policy.RecordSlot, bool) {
 	own, _ := h.(*Handle)
 	if r := p.verify(own, rev); r != nil {
 		return &r.identity, &r.spec.Policy, &r.requirements, true
@@ -160,7 +159,7 @@ func (p *Pin) RevisionRecord(h any, rev *policy.ResolvedRevision) (*policy.Revis
 // hash. Any other h, a handle of another pin of the same catalog
 // included, answers false, and admission then verifies the request's
 // identity with [Pin.RevisionRecord].
-func (p *Pin) OwnRecord(h any) (*policy.RevisionIdentity, *policy.RevisionPolicy, *atomic.Value, bool) {
+func (p *Pin) OwnRecord(h any) (*policy.RevisionIdentity, *policy.RevisionPolicy, *policy.RecordSlot, bool) {
 	if own, ok := h.(*Handle); ok && own != nil && own.pin == p && p != nil {
 		r := own.rev
 		return &r.identity, &r.spec.Policy, &r.requirements, true

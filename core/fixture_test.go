@@ -46,7 +46,7 @@ type mapSource struct {
 type sourceEntry struct {
 	rev          policy.ResolvedRevision
 	policy       *policy.RevisionPolicy
-	requirements atomic.Value
+	requirements policy.RecordSlot
 }
 
 // mapHandle is a mapSource's handle: the source and the entry.
@@ -87,14 +87,14 @@ func (s *mapSource) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.Revisi
 	return nil, false
 }
 
-func (s *mapSource) RevisionRecord(_ any, rev *policy.ResolvedRevision) (*policy.RevisionIdentity, *policy.RevisionPolicy, *atomic.Value, bool) {
+func (s *mapSource) RevisionRecord(_ any, rev *policy.ResolvedRevision) (*policy.RevisionIdentity, *policy.RevisionPolicy, *policy.RecordSlot, bool) {
 	if e := s.find(rev); e != nil {
 		return &e.rev.RevisionIdentity, e.policy, &e.requirements, true
 	}
 	return nil, nil, nil, false
 }
 
-func (s *mapSource) OwnRecord(h any) (*policy.RevisionIdentity, *policy.RevisionPolicy, *atomic.Value, bool) {
+func (s *mapSource) OwnRecord(h any) (*policy.RevisionIdentity, *policy.RevisionPolicy, *policy.RecordSlot, bool) {
 	if own, ok := h.(*mapHandle); ok && own != nil && own.source == s {
 		return &own.entry.rev.RevisionIdentity, own.entry.policy, &own.entry.requirements, true
 	}

@@ -3,17 +3,14 @@ package core
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"latent.dev/admission/policy"
 )
 
-// derived is deriveRequirements as a value.
-func derived(pr *LocalQuotaProvider, id *policy.RevisionIdentity, p *policy.RevisionPolicy) requirements {
-	var v requirements
-	pr.deriveRequirements(id.Tenant, p, &v)
-	return v
+// derived is the requirements the provider's policy derives afresh.
+func derived(pr *LocalQuotaProvider, id *policy.RevisionIdentity, p *policy.RevisionPolicy) policy.Requirements {
+	return pr.policy.Requirements(id.Tenant, p)
 }
 
 // requirementIdentities are the identities of requirementPolicies'
@@ -64,36 +61,23 @@ func TestRecordRequirements(t *testing.T) {
 	pr := newFixture(t, nil).provider
 	other := newFixture(t, func(p *policy.NodeAdmissionPolicy) { p.Node.Backends = []string{"jvm"} }).provider
 	pols, ids := requirementPolicies(18), requirementIdentities(18)
-	slots := make([]atomic.Value, len(pols))
+	slots := make([]policy.RecordSlot, len(pols))
 	for round := 0; round < 3; round++ {
 		for i, p := range pols {
 			for _, prov := range []*LocalQuotaProvider{pr, other} {
-				got := prov.recordRequirements(&slots[i], ids[i], p)
-				if got.provider != prov || *got != derived(prov, ids[i], p) {
+				got := slots[i].For(prov.policy, ids[i].Tenant, p)
+				if *got != derived(prov, ids[i], p) {
 					t.Fatalf("round %d, policy %d: slot %+v, derived %+v", round, i, *got, derived(prov, ids[i], p))
 				}
 			}
 		}
 	}
-	first := pr.recordRequirements(&slots[5], ids[5], pols[5])
-	if again := pr.recordRequirements(&slots[5], ids[5], pols[5]); again != first {
+	first := slots[5].For(pr.policy, ids[5].Tenant, pols[5])
+	if again := slots[5].For(pr.policy, ids[5].Tenant, pols[5]); again != first {
 		t.Fatal("a filled slot was derived again")
 	}
-	if n := testing.AllocsPerRun(100, func() { pr.recordRequirements(&slots[5], ids[5], pols[5]) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { slots[5].For(pr.policy, ids[5].Tenant, pols[5]) }); n != 0 {
 		t.Fatalf("reading a filled slot allocates %v objects", n)
-	}
-	var junk atomic.Value
-	junk.Store(&requirements{provider: other})
-	if got := pr.recordRequirements(&junk, ids[0], pols[0]); *got != derived(pr, ids[0], pols[0]) {
-		t.Fatalf("another provider's requirements were taken: %+v", *got)
-	}
-	var foreign atomic.Value
-	foreign.Store("not admission's")
-	if got := pr.recordRequirements(&foreign, ids[0], pols[0]); *got != derived(pr, ids[0], pols[0]) {
-		t.Fatalf("a slot holding another type: %+v", *got)
-	}
-	if foreign.Load() != "not admission's" {
-		t.Fatal("a slot holding another type was overwritten")
 	}
 }
 
@@ -103,8 +87,8 @@ func TestRecordRequirements(t *testing.T) {
 func TestRecordRequirementsUnderConcurrentFills(t *testing.T) {
 	pr := newFixture(t, nil).provider
 	pols, ids := requirementPolicies(27), requirementIdentities(27)
-	slots := make([]atomic.Value, len(pols))
-	want := make([]requirements, len(pols))
+	slots := make([]policy.RecordSlot, len(pols))
+	want := make([]policy.Requirements, len(pols))
 	for i, p := range pols {
 		want[i] = derived(pr, ids[i], p)
 	}
@@ -116,7 +100,7 @@ func TestRecordRequirementsUnderConcurrentFills(t *testing.T) {
 			defer wg.Done()
 			for n := 0; n < 20000; n++ {
 				i := (n*7 + g*13) % len(pols)
-				if got := pr.recordRequirements(&slots[i], ids[i], pols[i]); *got != want[i] {
+				if got := slots[i].For(pr.policy, ids[i].Tenant, pols[i]); *got != want[i] {
 					errs <- fmt.Sprintf("policy %d: %+v, want %+v", i, *got, want[i])
 					return
 				}

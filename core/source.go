@@ -1,8 +1,6 @@
 package core
 
 import (
-	"sync/atomic"
-
 	"latent.dev/admission/policy"
 )
 
@@ -52,12 +50,12 @@ type RecordSource interface {
 	// view of the same catalog) ok is false. It must not allocate or
 	// block. h is an any (always a RevisionHandle) so that a source in a
 	// package that does not import core can declare the method.
-	OwnRecord(h any) (identity *policy.RevisionIdentity, rev *policy.RevisionPolicy, requirements *atomic.Value, ok bool)
+	OwnRecord(h any) (identity *policy.RevisionIdentity, rev *policy.RevisionPolicy, requirements *policy.RecordSlot, ok bool)
 	// RevisionRecord is RevisionPolicy that returns the whole record:
 	// identity is the source's own, equal to rev's field by field. h is
 	// the request's handle (often one of another revision of the same
 	// deployment, which OwnRecord answered but step 2 did not take): a
 	// source may start its search from it, and must answer alike for
 	// every h. It must not allocate or block.
-	RevisionRecord(h any, rev *policy.ResolvedRevision) (identity *policy.RevisionIdentity, p *policy.RevisionPolicy, requirements *atomic.Value, ok bool)
+	RevisionRecord(h any, rev *policy.ResolvedRevision) (identity *policy.RevisionIdentity, p *policy.RevisionPolicy, requirements *policy.RecordSlot, ok bool)
 }

@@ -2,7 +2,6 @@ package core
 
 import (
 	"math"
-	"sync/atomic"
 	"time"
 
 	"latent.dev/admission/core/atomicledger"
@@ -25,8 +24,8 @@ type decision struct {
 	room        atomicledger.Room // what the pre-check saw of the reservation's room
 	rev         *policy.RevisionPolicy
 	identity    *policy.RevisionIdentity // the record's, equal to the request's; nil from a plain source
-	slot        *atomic.Value            // the record's requirements slot; nil from a plain source
-	reqs        *requirements            // the record's requirements, when step 2 took them from its slot
+	slot        *policy.RecordSlot       // the record's requirements slot; nil from a plain source
+	reqs        *policy.Requirements     // the record's requirements, when step 2 took them from its slot
 	// principalListed: step 2 found (tenant, kind, subject) on the
 	// allowlists; reservation.Tenant is the tenant's ID.
 	principalListed bool
@@ -137,7 +136,7 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 	// the principal's fields are.
 	var own *policy.RevisionIdentity
 	var ownRev *policy.RevisionPolicy
-	var ownSlot *atomic.Value
+	var ownSlot *policy.RecordSlot
 	if c.records != nil && req.Handle != nil {
 		if id, rev, slot, ok := c.records.OwnRecord(req.Handle); ok {
 			own, ownRev, ownSlot = id, rev, slot
@@ -151,10 +150,10 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 	// principal of the record's own tenant is looked up by the tenant ID
 	// derived once for the record, with one hash of the subject.
 	if own != nil && p.Tenant == own.Tenant {
-		d.reqs = c.provider.recordRequirements(ownSlot, own, ownRev)
-		d.principalListed = d.reqs.tenantKnown && c.provider.policy.Authorized(d.reqs.tenant, p.Kind, p.Subject)
+		d.reqs = ownSlot.For(c.provider.policy, own.Tenant, ownRev)
+		d.principalListed = d.reqs.TenantKnown && c.provider.policy.Authorized(d.reqs.Tenant, p.Kind, p.Subject)
 		if d.principalListed {
-			d.reservation.Tenant = d.reqs.tenant
+			d.reservation.Tenant = d.reqs.Tenant
 		}
 	} else {
 		d.reservation.Tenant, d.principalListed = c.provider.policy.AuthorizedPrincipal(p.Tenant, p.Kind, p.Subject)
@@ -298,24 +297,24 @@ func (c *AdmissionController) checkRevision(req *AdmissionRequest, d *decision) 
 
 // checkRequirements is step 6: backend, state model, threading and
 // features the node offers, then placement. It records the revision's
-// features as a bitset of the node's features, and its trust class for
-// step 7: derived once per record and provider when the source keeps
-// records (requirements.go), per request otherwise.
+// features as a bitset of the node's, and its trust class for step 7:
+// derived once per record and policy when the source keeps records
+// ([policy.RecordSlot]), per request otherwise.
 func (c *AdmissionController) checkRequirements(req *AdmissionRequest, d *decision) *rejection {
 	reqs := d.reqs
 	switch {
 	case reqs != nil:
 	case d.slot != nil:
-		reqs = c.provider.recordRequirements(d.slot, d.identity, d.rev)
+		reqs = d.slot.For(c.provider.policy, d.identity.Tenant, d.rev)
 	default:
-		reqs = new(requirements)
-		c.provider.deriveRequirements(req.Revision.Tenant, d.rev, reqs)
+		derived := c.provider.policy.Requirements(req.Revision.Tenant, d.rev)
+		reqs = &derived
 	}
-	if reqs.err != nil {
-		return reqs.err
+	if err := unmetErrors[reqs.Unmet]; err != nil {
+		return err
 	}
-	d.features, d.cells = reqs.features, reqs.cells
-	d.reservation.TrustClass, d.trustKnown = reqs.trust, reqs.trustKnown
+	d.features, d.cells = reqs.Features, reqs.Cells
+	d.reservation.TrustClass, d.trustKnown = reqs.Trust, reqs.TrustKnown
 	return nil
 }
 

@@ -2,7 +2,6 @@ package gen
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"latent.dev/admission/policy"
@@ -61,7 +60,7 @@ type Source struct {
 	Entries []Entry
 
 	once  sync.Once
-	slots []atomic.Value // requirements slot of Entries[i]; made on first use
+	slots []policy.RecordSlot // requirements slot of Entries[i]; made on first use
 }
 
 // Entry is one deployed revision.
@@ -84,8 +83,8 @@ func (h *Handle) RevisionIdentity() policy.RevisionIdentity {
 // Handle returns a handle to Entries[i].
 func (s *Source) Handle(i int) *Handle { return &Handle{s, i} }
 
-func (s *Source) slot(i int) *atomic.Value {
-	s.once.Do(func() { s.slots = make([]atomic.Value, len(s.Entries)) })
+func (s *Source) slot(i int) *policy.RecordSlot {
+	s.once.Do(func() { s.slots = make([]policy.RecordSlot, len(s.Entries)) })
 	return &s.slots[i]
 }
 
@@ -111,7 +110,7 @@ func (s *Source) RevisionPolicy(rev *policy.ResolvedRevision) (*policy.RevisionP
 
 // RevisionRecord is RevisionPolicy that returns the whole record; it
 // searches its entries whatever the handle.
-func (s *Source) RevisionRecord(_ any, rev *policy.ResolvedRevision) (*policy.RevisionIdentity, *policy.RevisionPolicy, *atomic.Value, bool) {
+func (s *Source) RevisionRecord(_ any, rev *policy.ResolvedRevision) (*policy.RevisionIdentity, *policy.RevisionPolicy, *policy.RecordSlot, bool) {
 	if i := s.find(rev); i >= 0 {
 		return &s.Entries[i].Revision.RevisionIdentity, s.Entries[i].Policy, s.slot(i), true
 	}
@@ -119,7 +118,7 @@ func (s *Source) RevisionRecord(_ any, rev *policy.ResolvedRevision) (*policy.Re
 }
 
 // OwnRecord returns the record of a handle this source made.
-func (s *Source) OwnRecord(h any) (*policy.RevisionIdentity, *policy.RevisionPolicy, *atomic.Value, bool) {
+func (s *Source) OwnRecord(h any) (*policy.RevisionIdentity, *policy.RevisionPolicy, *policy.RecordSlot, bool) {
 	if own, ok := h.(*Handle); ok && own != nil && own.source == s {
 		return &s.Entries[own.index].Revision.RevisionIdentity, s.Entries[own.index].Policy, s.slot(own.index), true
 	}
