@@ -56,9 +56,16 @@ func TestRequirementsOfEachRevision(t *testing.T) {
 		{"backend", "acme", func(r *policy.RevisionPolicy) { r.Backend, r.StateModel = "jvm", "durable" }, policy.RequiresBackend, 0, 0},
 		{"state model", "acme", func(r *policy.RevisionPolicy) { r.StateModel, r.Threading = "durable", 0 }, policy.RequiresStateModel, 0, 0},
 		{"threading", "acme", func(r *policy.RevisionPolicy) { r.Threading, r.Features = 0, []string{"gpu"} }, policy.RequiresThreading, 0, 0},
-		{"features", "acme", func(r *policy.RevisionPolicy) { r.Features = []string{"simd", "gpu"}; r.Placement.Architectures = []string{"riscv"} }, policy.RequiresFeatures, simd, 0},
-		{"architecture", "acme", func(r *policy.RevisionPolicy) { r.Placement.Architectures, r.Placement.Regions = []string{"riscv"}, []string{"nowhere"} }, policy.RequiresArchitecture, simd, cells(policy.Small, policy.Standard, policy.ExtraLarge)},
-		{"region", "acme", func(r *policy.RevisionPolicy) { r.Placement.Regions, r.Placement.Zones = []string{"nowhere"}, []string{"z"} }, policy.RequiresRegion, simd, cells(policy.Small, policy.Standard, policy.ExtraLarge)},
+		{"features", "acme", func(r *policy.RevisionPolicy) {
+			r.Features = []string{"simd", "gpu"}
+			r.Placement.Architectures = []string{"riscv"}
+		}, policy.RequiresFeatures, simd, 0},
+		{"architecture", "acme", func(r *policy.RevisionPolicy) {
+			r.Placement.Architectures, r.Placement.Regions = []string{"riscv"}, []string{"nowhere"}
+		}, policy.RequiresArchitecture, simd, cells(policy.Small, policy.Standard, policy.ExtraLarge)},
+		{"region", "acme", func(r *policy.RevisionPolicy) {
+			r.Placement.Regions, r.Placement.Zones = []string{"nowhere"}, []string{"z"}
+		}, policy.RequiresRegion, simd, cells(policy.Small, policy.Standard, policy.ExtraLarge)},
 		{"zone", "acme", func(r *policy.RevisionPolicy) { r.Placement.Zones = []string{"eu-west-1b"} }, policy.RequiresZone, simd, cells(policy.Small, policy.Standard, policy.ExtraLarge)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
