@@ -22,14 +22,21 @@ import (
 )
 
 // Clock is a virtual clock: Now is Start plus the elapsed time, Since
-// measures against it.
+// measures against it. When Step is set, every reading moves the clock
+// on by Step once it is read, as a node's clock moves while a decision
+// runs.
 type Clock struct {
 	Start   time.Time
 	Elapsed time.Duration
+	Step    time.Duration
 }
 
 // Now returns the virtual time.
-func (c *Clock) Now() time.Time { return c.Start.Add(c.Elapsed) }
+func (c *Clock) Now() time.Time {
+	t := c.Start.Add(c.Elapsed)
+	c.Elapsed += c.Step
+	return t
+}
 
 // Since returns the virtual time since t.
 func (c *Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
@@ -41,6 +48,9 @@ type Recorder struct {
 	Load     *core.NodeLoadState
 	Catalog  *catalog.Catalog
 	Lines    []trace.Line
+	// Inputs, when set, is what a decision reads through instead of its
+	// coretrace.Recording (a test's wrapper of it).
+	Inputs func(*coretrace.Recording) core.Inputs
 
 	ctrls   map[*catalog.Pin]*core.AdmissionController
 	loadSeq uint64
@@ -163,7 +173,11 @@ func (r *Recorder) Admit(req Request) *core.AdmissionPermit {
 		r.ctrls[pin] = ctrl
 	}
 	rec := &coretrace.Recording{Clock: r.Clock, Load: r.Load}
-	p, err := ctrl.AdmitWith(&ar, rec)
+	var in core.Inputs = rec
+	if r.Inputs != nil {
+		in = r.Inputs(rec)
+	}
+	p, err := ctrl.AdmitWith(&ar, in)
 	d.Stage = trace.StageCore
 	coretrace.SetRequest(d, &ar, new(trace.Revision), new([2]int64))
 	order, t, clock := rec.Put(d, r.Clock.Start)
