@@ -1,7 +1,6 @@
 package shadow
 
 import (
-
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
 	"latent.dev/admission/internal/coretrace"

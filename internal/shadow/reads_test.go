@@ -32,8 +32,14 @@ func (w twice) CommitSince(first time.Time) time.Duration {
 	return w.Inputs.CommitSince(first)
 }
 
-func (w twice) Step12Load() (*core.LoadSample, bool) { w.Inputs.Step12Load(); return w.Inputs.Step12Load() }
-func (w twice) CommitLoad() (*core.LoadSample, bool) { w.Inputs.CommitLoad(); return w.Inputs.CommitLoad() }
+func (w twice) Step12Load() (*core.LoadSample, bool) {
+	w.Inputs.Step12Load()
+	return w.Inputs.Step12Load()
+}
+func (w twice) CommitLoad() (*core.LoadSample, bool) {
+	w.Inputs.CommitLoad()
+	return w.Inputs.CommitLoad()
+}
 
 // replayWith is Replay of one file under p, the candidate's decisions
 // reading through wrap of the replay's own inputs.
