@@ -111,32 +111,27 @@ func (c *AdmissionController) commitSince(d *decision, first time.Time) time.Dur
 	return max(e, 0)
 }
 
-// step12Load is step 12's sample.
-func (c *AdmissionController) step12Load(d *decision) (*LoadSample, bool) {
-	if d.in != nil {
-		s, ok := d.in.Step12Load()
-		return s, ok && s != nil
+// step12Load is step 12's sample; ok is false without a load source,
+// or when the source has no usable sample, or hands back nil with true
+// (a source's bug, which fails closed).
+func (c *AdmissionController) step12Load(d *decision) (s *LoadSample, ok bool) {
+	switch {
+	case d.in != nil:
+		s, ok = d.in.Step12Load()
+	case c.load != nil:
+		s, ok = c.load.CurrentLoad()
 	}
-	return c.currentLoad()
+	return s, ok && s != nil
 }
 
-// commitLoad is the commit's sample.
-func (c *AdmissionController) commitLoad(d *decision) (*LoadSample, bool) {
-	if d.in != nil {
-		s, ok := d.in.CommitLoad()
-		return s, ok && s != nil
+// commitLoad is the commit's sample, as step12Load is step 12's.
+func (c *AdmissionController) commitLoad(d *decision) (s *LoadSample, ok bool) {
+	switch {
+	case d.in != nil:
+		s, ok = d.in.CommitLoad()
+	case c.load != nil:
+		s, ok = c.load.CurrentLoad()
 	}
-	return c.currentLoad()
-}
-
-// currentLoad is the load source's sample; ok is false without a
-// source, or when the source has no usable sample, or hands back nil
-// with true (a source's bug, which fails closed).
-func (c *AdmissionController) currentLoad() (*LoadSample, bool) {
-	if c.load == nil {
-		return nil, false
-	}
-	s, ok := c.load.CurrentLoad()
 	return s, ok && s != nil
 }
 
