@@ -6,10 +6,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"latent.dev/admission/core"
 	"latent.dev/admission/internal/trace"
 )
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 // steppingClock moves by a millisecond after every reading, as a node's
 // clock moves while a decision runs.
