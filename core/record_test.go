@@ -202,7 +202,7 @@ func TestRecordingProviderRecordsWhatADecisionDependedOn(t *testing.T) {
 
 func TestRecordingJournalsARefusedStartAndAQueuedRelease(t *testing.T) {
 	f, journal := newRecordingFixture(t, nil)
-	p, rec, err := admitRecorded(f.ctl, request("late"))
+	p, late, err := admitRecorded(f.ctl, request("late"))
 	require.NoError(t, err)
 	f.clock.set(at(10 * 60 * 1000)) // far past any deadline
 	_, err = p.StartExecution()
@@ -216,6 +216,7 @@ func TestRecordingJournalsARefusedStartAndAQueuedRelease(t *testing.T) {
 	moves := journal.all()
 	require.Len(t, moves, 2)
 	assert.True(t, moves[0].Started && moves[0].Refused && !moves[0].Reclaimed)
+	assert.Equal(t, late.order, moves[0].Admission)
 	assert.Equal(t, 10*time.Minute, moves[0].Elapsed)
 	assert.False(t, moves[1].Started || moves[1].Refused || moves[1].Reclaimed)
 	assert.Equal(t, rec.order, moves[1].Admission)
