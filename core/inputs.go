@@ -21,8 +21,10 @@ import (
 // Inputs is where one decision reads its clock and its node's load, and
 // what it is told of its fleet slice and its place in the ledger's
 // order. Every method is called by the one goroutine deciding, each
-// label at most once today; an implementation must answer a label the
-// same way whenever it is asked, and must not call back into admission.
+// label at most once today, and must not call back into admission. A
+// recorder's keeps the last reading of each label, so that a replay's,
+// which answers each label the same way however often it is asked,
+// gives the decision what it judged.
 type Inputs interface {
 	// First is the first clock reading: after step 10, judged by steps
 	// 11 to 13; the permit's deadline is bound to it.
@@ -42,7 +44,8 @@ type Inputs interface {
 	CommitFleet(FleetReading)
 	// Placed is told the decision's place in the ledger's total order
 	// once it is decided: on a recording provider ([NewRecordingProvider])
-	// the commit's transaction's own (committed), or one drawn when a
+	// the commit's transaction's own when the decision reached the
+	// commit (committed, whatever its answer), else one drawn when a
 	// step before the ledger answered; 0 on any other provider.
 	Placed(order uint64, committed bool)
 }
