@@ -48,29 +48,35 @@ func (c *AdmissionController) Admit(req *AdmissionRequest) (*AdmissionPermit, er
 	return c.admit(req, nil)
 }
 
-// admit is Admit, recording into rec when it is not nil.
-func (c *AdmissionController) admit(req *AdmissionRequest, rec *DecisionRecord) (*AdmissionPermit, error) {
+// admit is Admit, reading the clock and load through in when it is not
+// nil (inputs.go).
+func (c *AdmissionController) admit(req *AdmissionRequest, in Inputs) (*AdmissionPermit, error) {
 	if req == nil {
 		panic("core: Admit with a nil request")
 	}
-	d := decision{rec: rec}
+	d := decision{in: in}
 	err := c.checkRequest(req, &d)
 	if err == nil {
 		err = c.checkPolicy(req, &d)
 	}
 	if err != nil {
-		c.rejectBeforeLedger(req, &d, err)
+		c.rejectBeforeLedger(&d, err)
 		return nil, err.err()
 	}
 	c.firstReading(req, &d)
-	if err := c.checkAt(req, &d); err != nil {
-		c.rejectBeforeLedger(req, &d, err)
+	err = c.checkAt(req, &d)
+	if err == nil && c.preChecked(&d) {
+		err = c.preCheck(&d)
+	}
+	if err != nil {
+		c.rejectBeforeLedger(&d, err)
 		return nil, err.err()
 	}
 	if d.derived {
 		d.admittedAt = c.base.Add(d.sinceBase)
 	}
-	p, err := c.commit(req, d.admittedAt, &d)
+	p, order, err := c.commit(req, d.admittedAt, &d)
+	d.placed(order, true)
 	if err != nil {
 		c.provider.metrics.reject(err)
 		return nil, err.err()
@@ -79,11 +85,11 @@ func (c *AdmissionController) admit(req *AdmissionRequest, rec *DecisionRecord) 
 }
 
 // rejectBeforeLedger counts a rejection that steps 1 to 12 or the
-// pre-check made, and gives a recorded one its order.
-func (c *AdmissionController) rejectBeforeLedger(req *AdmissionRequest, d *decision, err *rejection) {
+// pre-check made, and places it in the ledger's order.
+func (c *AdmissionController) rejectBeforeLedger(d *decision, err *rejection) {
 	c.provider.metrics.reject(err)
-	if d.rec != nil {
-		d.rec.Order = c.provider.NextOrder()
+	if d.in != nil {
+		d.placed(c.provider.NextOrder(), false)
 	}
 }
 
@@ -108,14 +114,11 @@ func (c *AdmissionController) rejectBeforeLedger(req *AdmissionRequest, d *decis
 // and 12 have passed (they judge the load sample's age by monotonic
 // differences), so a rejection there never builds the time.Time.
 func (c *AdmissionController) firstReading(req *AdmissionRequest, d *decision) {
-	if d.rec == nil && c.derivedReading(req) {
+	if d.in == nil && c.derivedReading(req) {
 		d.derived, d.sinceBase = true, time.Since(c.base)
 		return
 	}
-	d.admittedAt = c.clock.Now()
-	if d.rec != nil {
-		d.rec.First = d.admittedAt
-	}
+	d.admittedAt = c.firstNow(d)
 }
 
 // derivedReading reports whether firstReading derives req's reading from

@@ -94,11 +94,18 @@
 // # Recording
 //
 // Every ledger transaction takes the next place in one total order
-// under the ledger's mutex. A recording provider ([NewRecordingProvider])
-// reports those orders, in a [DecisionRecord] and to its [Journal]; a
-// decision recorded through [AdmissionController.AdmitRecorded] on it is
-// never refused by the lock-free pre-check, so that its order places it
-// where it took effect. The ledger is the same one either way.
+// under the ledger's mutex. A decision reads its clock and load through
+// helpers (inputs.go) that read the controller's own, or, for a decision
+// made with [AdmissionController.AdmitWith], that decision's [Inputs]:
+// one method per reading, named for the step that takes it (the first
+// reading, step 12's resample and sample, the commit's reading and
+// sample), so that a recorder keeps each reading by its label and a
+// replay answers each label, however many times the decision reads it.
+// The decision table (steps.go) holds no recording field or branch. A
+// recording provider ([NewRecordingProvider]) reports the orders, to a
+// decision's Inputs and to its [Journal]; a decision made with AdmitWith
+// on it is never refused by the lock-free pre-check, so that its order
+// places it where it took effect. The ledger is the same one either way.
 //
 // # Node load
 //

@@ -263,33 +263,6 @@ func (c *AdmissionController) checkFleetLocked(tx atomicledger.Tx, d *decision, 
 	pr := c.provider
 	reading := pr.fleet[d.reservation.Tenant].read()
 	now := addSaturating(c.fleetFirst(d), elapsed)
-	if rec := d.rec; rec != nil {
-		rec.Fleet = FleetReading{Read: true, Published: reading.slice != 0, Writes: reading.seq / 2,
-			Remaining: time.Duration(subSaturating(reading.until, now))}
-		if reading.slice != 0 {
-			rec.Fleet.Slice = int64(reading.slice - 1)
-		}
-	}
+	d.commitFleet(reading, now)
 	return pr.countFleetRefusal(d.reservation.Tenant, fleetVerdict(reading, now, tx.TenantLive(d.reservation.Tenant)))
-}
-
-// FleetReading is what a recorded commit read of its tenant's fleet
-// slice (a tenant the policy marks fleet-limited; Read is false for any
-// other, and for a decision that did not reach the fleet check).
-type FleetReading struct {
-	Read bool
-	// Published: a slice was published (not withdrawn); Slice is it.
-	Published bool
-	Slice     int64
-	// Remaining is the slice's deadline minus the commit's reading: the
-	// slice was usable when it is positive.
-	Remaining time.Duration
-	// Writes is how many writes the tenant's entry had had when it was
-	// read, the one judged being the last (0: none): every
-	// PublishFleetSlice of the tenant (a refused one included, since it
-	// withdraws) and every WithdrawFleetSlice. A
-	// recorder that numbers its fleet lines per tenant the same way lets
-	// a replay find the very slice a decision judged, as load samples
-	// are found by their sequence.
-	Writes uint64
 }

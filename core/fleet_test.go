@@ -376,23 +376,24 @@ func TestFleetEntryReadsWholePairs(t *testing.T) {
 func TestFleetRecordedCommitRecordsTheSlice(t *testing.T) {
 	f, _ := newRecordingFixture(t, acmeFleet)
 	f.clock.set(at(0))
-	var rec DecisionRecord
-	_, err := f.ctl.AdmitRecorded(request("a"), &rec)
+	_, rec, err := admitRecorded(f.ctl, request("a"))
 	wantFleetUnavailable(t, err)
-	assert.Equal(t, FleetReading{Read: true, Remaining: rec.Fleet.Remaining}, rec.Fleet)
+	assert.True(t, rec.fleetRead)
+	assert.Equal(t, FleetReading{Remaining: rec.fleet.Remaining}, rec.fleet)
 	f.publishSlice(t, 3, 1000)
 	assert.Equal(t, ErrFleetSliceRejected, f.provider.PublishFleetSlice("acme", -1, at(1000)))
 	f.publishSlice(t, 2, 1000)
-	p, err := f.ctl.AdmitRecorded(request("a"), &rec)
+	p, rec, err := admitRecorded(f.ctl, request("a"))
 	require.NoError(t, err)
-	assert.Equal(t, FleetReading{Read: true, Published: true, Slice: 2, Remaining: time.Second, Writes: 3}, rec.Fleet)
+	assert.True(t, rec.fleetRead)
+	assert.Equal(t, FleetReading{Published: true, Slice: 2, Remaining: time.Second, Writes: 3}, rec.fleet)
 	p.Release()
 	// A tenant that is not fleet-limited reads none.
 	g, _ := newRecordingFixture(t, nil)
 	g.clock.set(at(0))
-	p, err = g.ctl.AdmitRecorded(request("a"), &rec)
+	p, rec, err = admitRecorded(g.ctl, request("a"))
 	require.NoError(t, err)
-	assert.Equal(t, FleetReading{}, rec.Fleet)
+	assert.False(t, rec.fleetRead)
 	p.Release()
 }
 
@@ -418,10 +419,9 @@ func TestFleetRefusedCountsFullSlices(t *testing.T) {
 		_, err = f.ctl.AdmitAt(request(fmt.Sprint("over-", i)), at(0)) // the pre-check's
 		wantFleetFull(t, err)
 	}
-	var rec DecisionRecord
-	_, err = f.ctl.AdmitRecorded(request("recorded"), &rec) // the transaction's
+	_, rec, err := admitRecorded(f.ctl, request("recorded")) // the transaction's
 	wantFleetFull(t, err)
-	require.True(t, rec.Committed)
+	require.True(t, rec.committed)
 	assert.Equal(t, uint64(6), count("acme"))
 	assert.Zero(t, count("globex"), "another tenant's refusals")
 	_, ok := newFixture(t, nil).provider.FleetRefused("acme")

@@ -188,7 +188,7 @@ func reclaimLeaked(p *AdmissionPermit) {
 	if released {
 		pr.metrics.inc(leakedCounter)
 		if pr.journal != nil {
-			s.journalMove(MoveReclaimed, order, deadline.Elapsed(s.ctl.clock, s.admittedAt))
+			s.journalMove(moveReclaimed, order, deadline.Elapsed(s.ctl.clock, s.admittedAt))
 		}
 	}
 }
@@ -256,9 +256,9 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 	elapsed, order, err = s.startTx(pr)
 	switch {
 	case err == nil:
-		s.journalMove(MoveStarted, order, elapsed)
+		s.journalMove(moveStarted, order, elapsed)
 	case err == ErrPermitDeadlineExceeded:
-		s.journalMove(MoveStartRefused, order, elapsed)
+		s.journalMove(moveStartRefused, order, elapsed)
 	}
 	if err != nil {
 		// A permit released here stays in the young table (or keeps the
@@ -319,7 +319,7 @@ func (p *AdmissionPermit) release(from uint32) bool {
 	}
 	tx.End()
 	if released && pr.journal != nil {
-		s.journalMove(MoveReleased, order, deadline.Elapsed(s.ctl.clock, s.admittedAt))
+		s.journalMove(moveReleased, order, deadline.Elapsed(s.ctl.clock, s.admittedAt))
 	}
 	if changed && !pr.young.forget(s.ticket, (*permitBlock)(unsafe.Pointer(p))) {
 		// A sweep took the permit out of the young table first and may

@@ -153,7 +153,7 @@ func TestDerivedSampleAge(t *testing.T) {
 	if err := load.Publish(LoadSample{Sequence: 1, ObservedAt: time.Now(), CPUPressure: 0.1, MemoryPressure: 0.1}); err != nil {
 		t.Fatal(err)
 	}
-	if got := ctl.sinceFirst(&d); got < 2*time.Millisecond {
+	if got := ctl.step12Since(&d); got < 2*time.Millisecond {
 		t.Fatalf("%v since the first reading, want at least 2ms", got)
 	}
 	if err := ctl.checkLoad(&d); err != nil {
@@ -162,7 +162,7 @@ func TestDerivedSampleAge(t *testing.T) {
 	if !d.derived {
 		t.Fatal("the derived reading was replaced")
 	}
-	if got := ctl.sinceFirst(&decision{derived: true, sinceBase: time.Hour}); got != 0 {
+	if got := ctl.step12Since(&decision{derived: true, sinceBase: time.Hour}); got != 0 {
 		t.Fatalf("a reading ahead of now gives %v since it, want 0", got)
 	}
 }

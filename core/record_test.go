@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"latent.dev/admission/core/atomicledger"
+	"latent.dev/admission/core/deadline"
 	"latent.dev/admission/policy"
 )
 
@@ -39,6 +40,96 @@ func (j *moveLog) all() []LedgerMove {
 	return append([]LedgerMove(nil), j.moves...)
 }
 
+// record is a recorder's Inputs in core's tests: it reads a clock and a
+// load source and keeps each reading by its label, and counts the
+// readings of each label.
+type record struct {
+	clk deadline.Clock
+	src NodeLoadSource
+
+	first             time.Time
+	step12, commit    time.Duration
+	load, commitLoad  *LoadSample
+	fleet             FleetReading
+	fleetRead         bool
+	order             uint64
+	committed, placed bool
+	// reads counts every reading, by label: first, step12Since,
+	// commitSince, step12Load, commitLoad, commitFleet.
+	reads [6]int
+}
+
+// newRecord is a record reading ctl's own clock and load source.
+func newRecord(ctl *AdmissionController) *record {
+	return &record{clk: ctl.clock, src: ctl.load}
+}
+
+func (r *record) First() time.Time {
+	r.reads[0]++
+	r.first = r.clk.Now()
+	return r.first
+}
+
+func (r *record) Step12Since(first time.Time) time.Duration {
+	r.reads[1]++
+	r.step12 = r.clk.Since(first)
+	return r.step12
+}
+
+func (r *record) CommitSince(first time.Time) time.Duration {
+	r.reads[2]++
+	r.commit = r.clk.Since(first)
+	return r.commit
+}
+
+func (r *record) current() (*LoadSample, bool) {
+	if r.src == nil {
+		return nil, false
+	}
+	return r.src.CurrentLoad()
+}
+
+func (r *record) Step12Load() (*LoadSample, bool) {
+	r.reads[3]++
+	s, ok := r.current()
+	if ok {
+		r.load = s
+	}
+	return s, ok
+}
+
+func (r *record) CommitLoad() (*LoadSample, bool) {
+	r.reads[4]++
+	s, ok := r.current()
+	if ok {
+		r.commitLoad = s
+	}
+	return s, ok
+}
+
+func (r *record) CommitFleet(f FleetReading) {
+	r.reads[5]++
+	r.fleet, r.fleetRead = f, true
+}
+
+func (r *record) Placed(order uint64, committed bool) {
+	if r.placed {
+		panic("placed twice")
+	}
+	r.order, r.committed, r.placed = order, committed, true
+}
+
+// clockReads is how many times the decision read the clock after its
+// first reading.
+func (r *record) clockReads() int { return r.reads[1] + r.reads[2] }
+
+// admitRecorded is AdmitWith a new record of ctl's clock and load.
+func admitRecorded(ctl *AdmissionController, req *AdmissionRequest) (*AdmissionPermit, *record, error) {
+	rec := newRecord(ctl)
+	p, err := ctl.AdmitWith(req, rec)
+	return p, rec, err
+}
+
 // newRecordingFixture is newFixture on a recording provider.
 func newRecordingFixture(t testing.TB, mutate func(*policy.NodeAdmissionPolicy)) (*fixture, *moveLog) {
 	t.Helper()
@@ -64,35 +155,32 @@ func TestRecordingProviderRecordsWhatADecisionDependedOn(t *testing.T) {
 	sample, _ := f.load.CurrentLoad()
 
 	f.clock.set(at(7))
-	var rec DecisionRecord
-	p, err := f.ctl.AdmitRecorded(request("a-1"), &rec)
+	p, rec, err := admitRecorded(f.ctl, request("a-1"))
 	require.NoError(t, err)
-	assert.True(t, rec.First.Equal(at(7)), "first reading %v", rec.First)
-	assert.True(t, rec.Committed)
-	assert.NotZero(t, rec.Order)
-	assert.Equal(t, 1, rec.Reads, "the commit's resample")
-	assert.Equal(t, time.Duration(0), rec.Since[0])
-	assert.Same(t, sample, rec.Load)
-	assert.Same(t, sample, rec.CommitLoad)
+	assert.True(t, rec.first.Equal(at(7)), "first reading %v", rec.first)
+	assert.True(t, rec.committed)
+	assert.NotZero(t, rec.order)
+	assert.Equal(t, [6]int{1, 0, 1, 1, 1, 0}, rec.reads, "each label read once; no step-12 resample")
+	assert.Equal(t, time.Duration(0), rec.commit)
+	assert.Same(t, sample, rec.load)
+	assert.Same(t, sample, rec.commitLoad)
 
 	// A duplicate is decided at the commit, after the admission.
-	var dup DecisionRecord
-	_, err = f.ctl.AdmitRecorded(request("a-1"), &dup)
+	_, dup, err := admitRecorded(f.ctl, request("a-1"))
 	wantError(t, err, CodeAlreadyExists, ScopeRequest, DimActivationID, ReasonActivationIDUnavailable, false)
-	assert.True(t, dup.Committed)
-	assert.Greater(t, dup.Order, rec.Order)
+	assert.True(t, dup.committed)
+	assert.Greater(t, dup.order, rec.order)
 
 	// A rejection before the clock: no reading, no commit, an order all
 	// the same (it is placed among the ledger's transactions).
 	bad := request("a-2")
 	bad.Principal.Subject = "mallory"
-	var denied DecisionRecord
-	_, err = f.ctl.AdmitRecorded(bad, &denied)
+	_, denied, err := admitRecorded(f.ctl, bad)
 	require.Error(t, err)
-	assert.True(t, denied.First.IsZero())
-	assert.False(t, denied.Committed)
-	assert.Nil(t, denied.Load)
-	assert.Greater(t, denied.Order, dup.Order)
+	assert.True(t, denied.first.IsZero())
+	assert.False(t, denied.committed)
+	assert.Nil(t, denied.load)
+	assert.Greater(t, denied.order, dup.order)
 
 	// Start and release are journaled with their own orders, after the
 	// admission, with the time since the admission's reading.
@@ -103,9 +191,9 @@ func TestRecordingProviderRecordsWhatADecisionDependedOn(t *testing.T) {
 	require.True(t, e.Release())
 	moves := journal.all()
 	require.Len(t, moves, 2)
-	assert.Equal(t, LedgerMove{Kind: MoveStarted, Order: moves[0].Order, Admission: rec.Order, Elapsed: 3 * time.Millisecond}, moves[0])
-	assert.Equal(t, LedgerMove{Kind: MoveReleased, Order: moves[1].Order, Admission: rec.Order, Elapsed: 18 * time.Millisecond}, moves[1])
-	assert.Greater(t, moves[0].Order, denied.Order)
+	assert.Equal(t, LedgerMove{Started: true, Order: moves[0].Order, Admission: rec.order, Elapsed: 3 * time.Millisecond}, moves[0])
+	assert.Equal(t, LedgerMove{Order: moves[1].Order, Admission: rec.order, Elapsed: 18 * time.Millisecond}, moves[1])
+	assert.Greater(t, moves[0].Order, denied.order)
 	assert.Greater(t, moves[1].Order, moves[0].Order)
 	assert.False(t, e.Release(), "a second release")
 	assert.Len(t, journal.all(), 2, "a second release moves nothing and is not journaled")
@@ -114,24 +202,24 @@ func TestRecordingProviderRecordsWhatADecisionDependedOn(t *testing.T) {
 
 func TestRecordingJournalsARefusedStartAndAQueuedRelease(t *testing.T) {
 	f, journal := newRecordingFixture(t, nil)
-	var rec DecisionRecord
-	p, err := f.ctl.AdmitRecorded(request("late"), &rec)
+	p, late, err := admitRecorded(f.ctl, request("late"))
 	require.NoError(t, err)
 	f.clock.set(at(10 * 60 * 1000)) // far past any deadline
 	_, err = p.StartExecution()
 	require.ErrorIs(t, err, ErrPermitDeadlineExceeded)
 
 	f.publish(t, 2, 10*60*1000, 0.5, 0.5)
-	q, err := f.ctl.AdmitRecorded(request("queued"), &rec)
+	q, rec, err := admitRecorded(f.ctl, request("queued"))
 	require.NoError(t, err)
 	require.True(t, q.Release())
 
 	moves := journal.all()
 	require.Len(t, moves, 2)
-	assert.Equal(t, MoveStartRefused, moves[0].Kind)
+	assert.True(t, moves[0].Started && moves[0].Refused && !moves[0].Reclaimed)
+	assert.Equal(t, late.order, moves[0].Admission)
 	assert.Equal(t, 10*time.Minute, moves[0].Elapsed)
-	assert.Equal(t, MoveReleased, moves[1].Kind)
-	assert.Equal(t, rec.Order, moves[1].Admission)
+	assert.False(t, moves[1].Started || moves[1].Refused || moves[1].Reclaimed)
+	assert.Equal(t, rec.order, moves[1].Admission)
 	f.isZero(t)
 }
 
@@ -145,26 +233,24 @@ func TestRecordingRecordsStepTwelveResampleAndLoadRejection(t *testing.T) {
 	f.clock.set(at(5))
 	clock := &steppingAfterFirst{fakeClock: f.clock, then: at(9)}
 	ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: f.load, Clock: clock})
-	var rec DecisionRecord
-	p, err := ctl.AdmitRecorded(request("b-1"), &rec)
+	p, rec, err := admitRecorded(ctl, request("b-1"))
 	require.NoError(t, err)
 	defer p.Release()
-	assert.Equal(t, 2, rec.Reads)
-	assert.Equal(t, []time.Duration{4 * time.Millisecond, 4 * time.Millisecond}, rec.Since[:rec.Reads])
-	assert.Same(t, later, rec.Load)
+	assert.Equal(t, 2, rec.clockReads())
+	assert.Equal(t, []time.Duration{4 * time.Millisecond, 4 * time.Millisecond}, []time.Duration{rec.step12, rec.commit})
+	assert.Same(t, later, rec.load)
 
 	// An overloaded node: step 12 decides; the sample is recorded, the
 	// commit is not reached.
 	f.publish(t, 3, 9, 0.99, 0.1)
 	f.clock.set(at(9))
-	var over DecisionRecord
-	_, err = f.ctl.AdmitRecorded(request("b-2"), &over)
+	_, over, err := admitRecorded(f.ctl, request("b-2"))
 	require.Error(t, err)
-	assert.False(t, over.Committed)
-	require.NotNil(t, over.Load)
-	assert.Equal(t, uint64(3), over.Load.Sequence)
-	assert.Nil(t, over.CommitLoad)
-	assert.NotZero(t, over.Order)
+	assert.False(t, over.committed)
+	require.NotNil(t, over.load)
+	assert.Equal(t, uint64(3), over.load.Sequence)
+	assert.Nil(t, over.commitLoad)
+	assert.NotZero(t, over.order)
 }
 
 // steppingAfterFirst answers Now with the fake clock's time and every
@@ -179,14 +265,15 @@ func (c *steppingAfterFirst) Since(t time.Time) time.Duration { return c.then.Su
 func TestPlainProviderRecordsNoOrder(t *testing.T) {
 	f := newFixture(t, nil)
 	assert.Zero(t, f.provider.NextOrder())
-	var rec DecisionRecord
-	p, err := f.ctl.AdmitRecorded(request("c-1"), &rec)
+	p, rec, err := admitRecorded(f.ctl, request("c-1"))
 	require.NoError(t, err)
-	assert.Zero(t, rec.Order)
-	assert.True(t, rec.Committed)
-	assert.True(t, rec.First.Equal(epoch))
+	assert.Zero(t, rec.order)
+	assert.True(t, rec.committed)
+	assert.True(t, rec.first.Equal(epoch))
 	require.True(t, p.Release())
-	assert.Panics(t, func() { _, _ = f.ctl.AdmitRecorded(request("c-2"), nil) })
+	p, err = f.ctl.AdmitWith(request("c-2"), nil)
+	require.NoError(t, err, "a nil Inputs is Admit")
+	require.True(t, p.Release())
 	_, err = NewRecordingProvider(&policy.NodeAdmissionPolicy{}, nil)
 	assert.Error(t, err, "an invalid policy")
 }
@@ -207,10 +294,9 @@ func TestRecordingOrdersConcurrentMovesOfAPermit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				var rec DecisionRecord
-				p, err := f.ctl.AdmitRecorded(request(fmt.Sprintf("w%d-%d", w, i)), &rec)
+				p, rec, err := admitRecorded(f.ctl, request(fmt.Sprintf("w%d-%d", w, i)))
 				mu.Lock()
-				orders = append(orders, rec.Order)
+				orders = append(orders, rec.order)
 				mu.Unlock()
 				if err != nil {
 					continue
@@ -244,7 +330,8 @@ func TestRecordingOrdersConcurrentMovesOfAPermit(t *testing.T) {
 			assert.Greater(t, m.Order, prev)
 			prev = m.Order
 		}
-		assert.Contains(t, []MoveKind{MoveReleased}, moves[len(moves)-1].Kind)
+		last := moves[len(moves)-1]
+		assert.False(t, last.Started || last.Reclaimed, "the last move is a release")
 	}
 	f.isZero(t)
 }
@@ -253,18 +340,19 @@ func TestRecordingOrdersConcurrentMovesOfAPermit(t *testing.T) {
 // reclaimed by the collector, and the journal is told, with its order.
 func TestRecordingJournalsAReclaim(t *testing.T) {
 	f, journal := newRecordingFixture(t, nil)
-	var rec DecisionRecord
+	var rec *record
 	func() {
-		p, err := f.ctl.AdmitRecorded(request("dropped"), &rec)
+		p, r, err := admitRecorded(f.ctl, request("dropped"))
+		rec = r
 		require.NoError(t, err)
 		require.True(t, p.Live())
 	}()
 	require.True(t, collectUntil(400, func() bool { return f.provider.Metrics().Leaked == 1 }), "not reclaimed")
 	require.Eventually(t, func() bool { return len(journal.all()) == 1 }, 10*time.Second, time.Millisecond)
 	m := journal.all()[0]
-	assert.Equal(t, MoveReclaimed, m.Kind)
-	assert.Equal(t, rec.Order, m.Admission)
-	assert.Greater(t, m.Order, rec.Order)
+	assert.True(t, m.Reclaimed && !m.Started)
+	assert.Equal(t, rec.order, m.Admission)
+	assert.Greater(t, m.Order, rec.order)
 	f.isZero(t)
 }
 
@@ -277,14 +365,13 @@ func TestRecordingOnTheSystemClockRecordsItsReading(t *testing.T) {
 	ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: load})
 	require.NoError(t, load.Publish(LoadSample{Sequence: 9, ObservedAt: time.Now(), CPUPressure: 0.1, MemoryPressure: 0.1}))
 	before := time.Now()
-	var rec DecisionRecord
-	p, err := ctl.AdmitRecorded(request("system"), &rec)
+	p, rec, err := admitRecorded(ctl, request("system"))
 	after := time.Now()
 	require.NoError(t, err)
 	defer p.Release()
-	require.False(t, rec.First.IsZero(), "no reading recorded")
-	assert.False(t, rec.First.Before(before) || rec.First.After(after), "reading %v outside [%v, %v]", rec.First, before, after)
-	assert.Equal(t, 1, rec.Reads)
+	require.False(t, rec.first.IsZero(), "no reading recorded")
+	assert.False(t, rec.first.Before(before) || rec.first.After(after), "reading %v outside [%v, %v]", rec.first, before, after)
+	assert.Equal(t, 1, rec.clockReads())
 }
 
 // A recorded decision on a recording provider is never refused by the
@@ -302,11 +389,10 @@ func TestARecordedCapacityRefusalIsDecidedInATransaction(t *testing.T) {
 	}{{"recording", recording, true}, {"plain", plain, false}} {
 		held, err := tc.f.ctl.AdmitAt(request("held"), at(0))
 		require.NoError(t, err, tc.name)
-		var rec DecisionRecord
-		_, err = tc.f.ctl.AdmitRecorded(request("over"), &rec)
+		_, rec, err := admitRecorded(tc.f.ctl, request("over"))
 		wantError(t, err, CodeResourceExhausted, ScopeTenant, DimLiveActivations, ReasonCapacityExhausted, true)
-		assert.Equal(t, tc.committed, rec.Committed, tc.name)
-		assert.Equal(t, tc.committed, rec.Order != 0, tc.name)
+		assert.Equal(t, tc.committed, rec.committed, tc.name)
+		assert.Equal(t, tc.committed, rec.order != 0, tc.name)
 		require.True(t, held.Release(), tc.name)
 	}
 }

@@ -41,8 +41,9 @@ type decision struct {
 	derived     bool
 	sinceBase   time.Duration
 	parallelism uint64
-	rec         *DecisionRecord // filled in when the decision is recorded
-	readsBefore int             // rec.Reads when the commit began
+	// in is where the decision reads its clock and load; nil is the
+	// controller's own (inputs.go).
+	in Inputs
 }
 
 // checkRequest runs steps 1 to 4: the request's own metadata,
@@ -83,8 +84,8 @@ func (c *AdmissionController) checkPolicy(req *AdmissionRequest, d *decision) *r
 }
 
 // checkAt runs steps 11 and 12 at d.admittedAt, the first clock reading,
-// then the lock-free capacity pre-check. Nothing here takes the mutex or
-// allocates.
+// and binds the reservation and the effective deadline. Nothing here
+// takes the mutex or allocates.
 func (c *AdmissionController) checkAt(req *AdmissionRequest, d *decision) *rejection {
 	if err := c.checkCallerDeadline(req, d); err != nil {
 		return err
@@ -92,7 +93,8 @@ func (c *AdmissionController) checkAt(req *AdmissionRequest, d *decision) *rejec
 	if err := c.checkLoad(d); err != nil {
 		return err
 	}
-	return c.preCheck(req, d)
+	c.bind(req, d)
+	return nil
 }
 
 // checkMetadata is step 1: the aggregate entries, then bytes (UTF-8
@@ -446,15 +448,12 @@ func (c *AdmissionController) checkCallerDeadline(req *AdmissionRequest, d *deci
 // checkLoad is step 12: the sample must be usable, then CPU, then memory
 // pressure must be below its threshold.
 func (c *AdmissionController) checkLoad(d *decision) *rejection {
-	sample, ok := c.currentLoad()
-	if d.rec != nil && ok {
-		d.rec.Load = sample
-	}
+	sample, ok := c.step12Load(d)
 	if ok && d.derived && !deadline.HasMonotonic(sample.ObservedAt) {
 		// A sample that carries only a wall-clock time is judged against
 		// the system's wall clock, not one derived from the controller's
 		// base (see firstReading).
-		d.admittedAt, d.derived = c.clock.Now(), false
+		d.admittedAt, d.derived = c.firstNow(d), false
 	}
 	var age, elapsed time.Duration
 	if ok {
@@ -465,7 +464,7 @@ func (c *AdmissionController) checkLoad(d *decision) *rejection {
 			// so a fresh monotonic reading is at or after it. Judging it
 			// against the older reading would reject valid work for a
 			// race.
-			elapsed = c.sinceFirst(d)
+			elapsed = c.step12Since(d)
 		}
 	}
 	if err := loadVerdict(sample, ok, age, elapsed, &c.provider.node.Overload); err != nil {
@@ -489,41 +488,22 @@ func (c *AdmissionController) sampleAge(s *LoadSample, d *decision) time.Duratio
 	return age
 }
 
-// sinceFirst is the monotonic time since the first reading, never
-// negative.
-func (c *AdmissionController) sinceFirst(d *decision) time.Duration {
-	if !d.derived {
-		return c.since(d, d.admittedAt)
-	}
-	return max(time.Since(c.base)-d.sinceBase, 0)
-}
-
-// currentLoad is the load source's sample; ok is false without a
-// source, or when the source has no usable sample, or hands back nil
-// with true (a source's bug, which fails closed).
-func (c *AdmissionController) currentLoad() (*LoadSample, bool) {
-	if c.load == nil {
-		return nil, false
-	}
-	s, ok := c.load.CurrentLoad()
-	return s, ok && s != nil
-}
-
-// preCheck binds the effective deadline and runs the lock-free capacity
-// pre-check: a shortfall it can decide exactly is the answer step 13
-// would give had no time passed, so it is answered without the mutex.
-func (c *AdmissionController) preCheck(req *AdmissionRequest, d *decision) *rejection {
-	pr := c.provider
+// bind sets the reservation's queue class and amounts, the effective
+// deadline and the activation's fingerprint.
+func (c *AdmissionController) bind(req *AdmissionRequest, d *decision) {
 	r := &d.reservation
-	r.QueueClass, _ = pr.policy.QueueClassFor(req.Priority)
+	r.QueueClass, _ = c.provider.policy.QueueClassFor(req.Priority)
 	r.CPUFuel, r.MemoryBytes = d.grant.CPUFuel, d.grant.MemoryBytes
 	d.wall = deadline.Shorten(d.grant.WallTime.Value, d.untilCaller, req.Deadline.Set)
 	d.fingerprint = atomicledger.FingerprintOf(r.Tenant, req.ActivationID)
-	if d.rec != nil && pr.recording {
-		// A recorded decision's order must place it where it took
-		// effect: only a transaction's does.
-		return nil
-	}
+}
+
+// preCheck is the lock-free capacity pre-check: a shortfall it can
+// decide exactly is the answer step 13 would give had no time passed, so
+// it is answered without the mutex.
+func (c *AdmissionController) preCheck(d *decision) *rejection {
+	pr := c.provider
+	r := &d.reservation
 	s, exact, room := pr.ledger.PreCheck(d.fingerprint, r)
 	d.room = room
 	if !exact {
@@ -548,18 +528,15 @@ func (c *AdmissionController) preCheck(req *AdmissionRequest, d *decision) *reje
 
 // commit runs step 13 in one ledger transaction, which it enters once and
 // leaves in one place; the permit is built after the transaction ends.
-func (c *AdmissionController) commit(req *AdmissionRequest, first time.Time, d *decision) (*AdmissionPermit, *rejection) {
+// order is the transaction's place in the ledger's order on a recording
+// provider (0 on any other), the permit's and the decision's.
+func (c *AdmissionController) commit(req *AdmissionRequest, first time.Time, d *decision) (p *AdmissionPermit, order uint64, err *rejection) {
 	var ticket atomicledger.Ticket
-	var err *rejection
-	var order uint64
-	if d.rec != nil {
-		d.readsBefore = d.rec.Reads
-	}
 	ticket, err, order = c.commitTx(req, first, d)
 	if err != nil {
-		return nil, err
+		return nil, order, err
 	}
-	return c.newPermit(req, d, ticket, order), nil
+	return c.newPermit(req, d, ticket, order), order, nil
 }
 
 // commitTx runs commitLocked in one ledger transaction and returns its
@@ -579,19 +556,11 @@ func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionReq
 	pr := c.provider
 	// Now is first + elapsed; every judgment below is a duration from
 	// first, so no second time.Time is built.
-	if d.rec != nil {
-		// The transaction's order is the decision's.
-		d.rec.Order, d.rec.Reads, d.rec.CommitLoad, d.rec.Committed = pr.orderOf(tx), d.readsBefore, nil, true
-		d.rec.Fleet = FleetReading{}
-	}
-	elapsed := c.since(d, first)
+	elapsed := c.commitSince(d, first)
 	if req.Deadline.Set && d.untilCaller <= elapsed {
 		return atomicledger.Ticket{}, errDeadlineExceeded
 	}
-	sample, ok := c.currentLoad()
-	if d.rec != nil && ok {
-		d.rec.CommitLoad = sample
-	}
+	sample, ok := c.commitLoad(d)
 	var age time.Duration
 	if ok {
 		age = first.Sub(sample.ObservedAt)

@@ -173,6 +173,7 @@ func New(cfg Config) (_ *Node, err error) {
 	n.load = core.NewNodeLoadState(settings.Overload.MaximumObservationAge, nil)
 	var target loadsampler.Target = n.load
 	if rec != nil {
+		rec.load = n.load
 		target = recordingTarget{state: n.load, rec: rec}
 	}
 	n.sampler, err = loadsampler.New(loadsampler.Config{

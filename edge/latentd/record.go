@@ -1,7 +1,6 @@
 package latentd
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -11,6 +10,8 @@ import (
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
+	"latent.dev/admission/core/deadline"
+	"latent.dev/admission/internal/coretrace"
 	"latent.dev/admission/internal/trace"
 	"latent.dev/admission/policy"
 )
@@ -61,6 +62,9 @@ type recorder struct {
 	w        *trace.Writer
 	start    time.Time
 	provider *core.LocalQuotaProvider
+	// load is the node's load state, which its controllers read and a
+	// decision's readings read too (on the system clock, as they do).
+	load core.NodeLoadSource
 	// parts and moves hold the *decisionParts and *trace.Move the
 	// writer is done with (its Recycle), for the next lines.
 	parts, moves sync.Pool
@@ -68,17 +72,13 @@ type recorder struct {
 
 // Moved is the provider's core.Journal: starts and releases.
 func (r *recorder) Moved(m core.LedgerMove) {
-	kind := trace.KindRelease
-	if m.Kind == core.MoveStarted || m.Kind == core.MoveStartRefused {
-		kind = trace.KindStart
-	}
 	mv, ok := r.moves.Get().(*trace.Move)
 	if !ok {
 		mv = new(trace.Move)
 	}
-	*mv = trace.Move{Of: m.Admission, ElapsedNS: int64(m.Elapsed),
-		Refused: m.Kind == core.MoveStartRefused, Reclaimed: m.Kind == core.MoveReclaimed}
-	if !r.w.Add(trace.Line{Kind: kind, Order: m.Order, T: int64(time.Since(r.start)), Move: mv, Owner: mv}) {
+	l := coretrace.MoveLine(m, int64(time.Since(r.start)), mv)
+	l.Owner = mv
+	if !r.w.Add(l) {
 		r.moves.Put(mv)
 	}
 }
@@ -159,14 +159,7 @@ func (r *recorder) undeployed(gen uint64, tenant, service string) {
 
 // loaded writes a load line for an accepted sample, at order.
 func (r *recorder) loaded(s *core.LoadSample, order uint64) {
-	q := make([]int64, len(s.QueueDelay))
-	for i, d := range s.QueueDelay {
-		q[i] = int64(d)
-	}
-	r.w.Add(trace.Line{Kind: trace.KindLoad, Order: order, T: r.now(), Load: &trace.Load{
-		Sequence: s.Sequence, ObservedT: int64(s.ObservedAt.Sub(r.start)),
-		CPUPressure: s.CPUPressure, MemoryPressure: s.MemoryPressure, QueueDelayNS: q,
-	}})
+	r.w.Add(trace.Line{Kind: trace.KindLoad, Order: order, T: r.now(), Load: coretrace.LoadOf(s, r.start)})
 }
 
 // fleetWrote records a write of tenant's fleet slice, the writes-th,
@@ -226,12 +219,12 @@ func requestOf(r *http.Request, inv *invocation, payloadBytes uint64) trace.Deci
 // requested wall time and the deadline, when set, are kept in times and
 // d points at them.
 func setRequest(d *trace.Decision, times *[2]int64, r *http.Request, inv *invocation, payloadBytes uint64) {
-	d.Target = trace.Target{Tenant: r.PathValue("tenant"), Service: r.PathValue("service"), Route: r.PathValue("route")}
+	setTarget(d, r, inv)
 	d.PayloadBytes = payloadBytes
 	if inv == nil {
 		return
 	}
-	d.RoutingKey, d.ActivationID, d.Priority = inv.routingKey, inv.activationID, inv.priority
+	d.ActivationID, d.Priority = inv.activationID, inv.priority
 	d.Budget = trace.Budget{CPUFuel: inv.budget.CPUFuel, MemoryBytes: inv.budget.MemoryBytes}
 	if inv.budget.WallTime.Set {
 		times[0] = int64(inv.budget.WallTime.Value)
@@ -240,6 +233,14 @@ func setRequest(d *trace.Decision, times *[2]int64, r *http.Request, inv *invoca
 	if inv.deadline.Set {
 		times[1] = inv.deadline.Value
 		d.DeadlineUnixMS = &times[1]
+	}
+}
+
+// setTarget puts the invocation's path and routing key in d.
+func setTarget(d *trace.Decision, r *http.Request, inv *invocation) {
+	d.Target = trace.Target{Tenant: r.PathValue("tenant"), Service: r.PathValue("service"), Route: r.PathValue("route")}
+	if inv != nil {
+		d.RoutingKey = inv.routingKey
 	}
 }
 
@@ -297,29 +298,17 @@ func headersOf(req *http.Request, ceiling policy.NodeBudgetCeiling) *invocation 
 
 // setAnswer puts err's reason, scope and dimension in d, or "admitted"
 // when err is nil.
-func setAnswer(d *trace.Decision, err error) {
-	if err == nil {
-		d.Answer = trace.AnswerAdmitted
-		return
-	}
-	var ce core.Error
-	if !errors.As(err, &ce) {
-		d.Answer = err.Error() // never: Admit returns core.Errors
-		return
-	}
-	d.Answer, d.Scope, d.Dimension = string(ce.Reason()), string(ce.Scope()), string(ce.Dimension())
-}
+func setAnswer(d *trace.Decision, err error) { coretrace.SetAnswer(d, err) }
 
-// decisionParts are a core decision's record and the parts of its line,
-// in one allocation: the decision, what it points at, and its readings.
+// decisionParts are a core decision's readings and the parts of its
+// line, in one allocation: the decision, what it points at, and the
+// readings (which hold the line's clock readings and fleet slice).
 type decisionParts struct {
-	rec   core.DecisionRecord
+	in    coretrace.Recording
 	d     trace.Decision
 	p     trace.Principal
 	rev   trace.Revision
-	fleet trace.FleetReading
-	since [len(core.DecisionRecord{}.Since)]int64
-	times [2]int64 // the requested wall time and deadline (setRequest)
+	times [2]int64 // the requested wall time and deadline (SetRequest)
 }
 
 // recycle is the writer's Recycle: a decision's parts and a move,
@@ -333,57 +322,38 @@ func (r *recorder) recycle(owner any) {
 	}
 }
 
-// newParts is a decisionParts whose record and decision are zero: one
-// the writer is done with, or a new one. (admit sets the principal and
-// the revision whole, and the readings and times it points at.)
+// newParts is a decisionParts whose readings, reading the node's clock
+// and load, and decision are zero: one the writer is done with, or a new
+// one. (admit sets the principal and the revision whole, and the times
+// it points at.)
 func (r *recorder) newParts() *decisionParts {
-	if parts, ok := r.parts.Get().(*decisionParts); ok {
-		parts.rec, parts.d = core.DecisionRecord{}, trace.Decision{}
-		return parts
+	parts, ok := r.parts.Get().(*decisionParts)
+	if !ok {
+		parts = new(decisionParts)
 	}
-	return new(decisionParts)
+	parts.in.Reset(deadline.System{}, r.load)
+	parts.d = trace.Decision{}
+	return parts
 }
 
-// admit is Admit on a recording node: AdmitRecorded, and the decision's
-// line, its parts in one decisionParts that the writer hands back once
-// it has written the line.
+// admit is Admit on a recording node: AdmitWith the decision's readings
+// (coretrace.Recording, on the node's clock and load state, as its
+// controllers read), and the decision's line, its parts in one
+// decisionParts that the writer hands back once it has written the line.
 func (r *recorder) admit(v *view, req *http.Request, areq *core.AdmissionRequest, p Principal, inv *invocation) (*core.AdmissionPermit, error) {
 	parts := r.newParts()
-	rec := &parts.rec
-	permit, err := v.controller.AdmitRecorded(areq, rec)
+	permit, err := v.controller.AdmitWith(areq, &parts.in)
 	d := &parts.d
-	setRequest(d, &parts.times, req, inv, areq.PayloadBytes)
+	setTarget(d, req, inv)
+	coretrace.SetRequest(d, areq, &parts.rev, &parts.times)
 	setPrincipal(&parts.p, p)
 	d.Stage, d.Principal, d.Generation = trace.StageCore, &parts.p, v.pin.Generation()
-	rev := areq.Revision
-	parts.rev = trace.Revision{Tenant: rev.Tenant, Service: rev.Service, Route: rev.Route, Contract: rev.Contract,
-		Function: rev.Function, Revision: rev.Revision, Release: rev.Release}
-	d.Revision = &parts.rev
-	var t int64
-	if !rec.First.IsZero() {
-		t, d.Clock = int64(rec.First.Sub(r.start)), true
-	} else {
+	order, t, clock := parts.in.Put(d, r.start)
+	if !clock {
 		t = r.now()
 	}
-	if rec.Reads > 0 {
-		for i := range rec.Reads {
-			parts.since[i] = int64(rec.Since[i])
-		}
-		d.Since = parts.since[:rec.Reads]
-	}
-	if rec.Load != nil {
-		d.LoadSequence = rec.Load.Sequence
-	}
-	if rec.CommitLoad != nil {
-		d.CommitLoadSequence = rec.CommitLoad.Sequence
-	}
-	d.Committed = rec.Committed
-	if f := rec.Fleet; f.Read {
-		parts.fleet = trace.FleetReading{Published: f.Published, Slice: f.Slice, RemainingNS: int64(f.Remaining), Writes: f.Writes}
-		d.Fleet = &parts.fleet
-	}
 	setAnswer(d, err)
-	if !r.w.Add(trace.Line{Kind: trace.KindDecision, Order: rec.Order, T: t, Decision: d, Owner: parts}) {
+	if !r.w.Add(trace.Line{Kind: trace.KindDecision, Order: order, T: t, Decision: d, Owner: parts}) {
 		r.parts.Put(parts)
 	}
 	return permit, err

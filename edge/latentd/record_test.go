@@ -213,7 +213,7 @@ func TestRecordRefusesAMaxBytesBelowTheMinimum(t *testing.T) {
 
 // BenchmarkAdmitRecording is one admission and its release on a node's
 // own view, without recording (Admit, on the striped provider) and with
-// it (AdmitRecorded on the recording provider, the decision line built as
+// it (AdmitWith on the recording provider, the decision line built as
 // invoke builds it and queued, and the release's line from the journal).
 // The writer's goroutine encodes the lines to a file meanwhile; lines it
 // could not keep up with are reported as dropped/op.

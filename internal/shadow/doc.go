@@ -4,9 +4,12 @@
 //
 // The replay runs the core itself: one [core.LocalQuotaProvider] for the
 // candidate policy, one controller per catalog generation the trace
-// names, on a virtual clock that answers each decision with the readings
-// it recorded, and a load source that answers with the samples it
-// recorded. Every start and release the trace holds moves the replay's
+// names. Each decision reads its clock and load through a
+// coretrace.Replaying ([core.AdmissionController.AdmitWith]), which
+// answers each label (the first reading, step 12's, the commit's) with
+// the reading the line recorded under it, however many times the
+// decision asks; a permit's start and release read a virtual clock that
+// answers with their recorded times. Every start and release the trace holds moves the replay's
 // ledger as it moved the node's, so under the recording's own policy a
 // complete trace replays to the same answers, decision for decision.
 //
@@ -24,7 +27,8 @@
 //   - edge.go: the checks the edge makes before admission (the
 //     principal and the route), replayed under the candidate through
 //     the edge's own implementation, internal/edgecheck;
-//   - virtual.go: the virtual clock and load source a decision reads;
+//   - virtual.go: the virtual clock a permit's moves read, and the
+//     recorded samples a decision's readings name (coretrace.Samples);
 //   - pins.go: the catalog generations a decision resolves in;
 //   - holds.go: the replay's permits, started and released as the trace
 //     says, and the estimated holds released when due;

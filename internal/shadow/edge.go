@@ -1,10 +1,9 @@
 package shadow
 
 import (
-	"errors"
-
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
+	"latent.dev/admission/internal/coretrace"
 	"latent.dev/admission/internal/edgecheck"
 	"latent.dev/admission/internal/trace"
 	"latent.dev/admission/policy"
@@ -16,11 +15,9 @@ var answerUnauthenticated = Answer{Answer: trace.AnswerUnauthenticated}
 
 // answerOf is the answer of a core error.
 func answerOf(err error) Answer {
-	var ce core.Error
-	if !errors.As(err, &ce) {
-		return Answer{Answer: err.Error()} // never: the checks answer core.Errors
-	}
-	return Answer{Answer: string(ce.Reason()), Scope: string(ce.Scope()), Dimension: string(ce.Dimension())}
+	var a Answer
+	a.Answer, a.Scope, a.Dimension = coretrace.Answer(err)
+	return a
 }
 
 // passed is what the edge's checks hand to admission: the principal and

@@ -1,6 +1,8 @@
 package shadow
 
 import (
+	"time"
+
 	"latent.dev/admission/core"
 	"latent.dev/admission/internal/trace"
 )
@@ -48,7 +50,7 @@ func (r *replay) startLine(l *trace.Line) {
 		return
 	}
 	if h.adm != nil {
-		r.clock.set(r.at(l.T), []int64{m.ElapsedNS})
+		r.clock.set(r.at(l.T), time.Duration(m.ElapsedNS))
 		if ep, err := h.adm.StartExecution(); err == nil {
 			h.adm, h.exe = nil, ep
 		} else {

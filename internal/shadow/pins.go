@@ -70,7 +70,7 @@ func (r *replay) pinFor(gen uint64, count bool) *catalog.Pin {
 func (r *replay) controller(p *catalog.Pin) *core.AdmissionController {
 	c := r.ctrls[p]
 	if c == nil {
-		c = r.provider.Controller(core.ControllerConfig{Source: p, Load: r.load, Clock: r.clock})
+		c = r.provider.Controller(core.ControllerConfig{Source: p, Clock: r.clock})
 		r.ctrls[p] = c
 	}
 	return c

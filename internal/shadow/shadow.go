@@ -10,6 +10,7 @@ import (
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
+	"latent.dev/admission/internal/coretrace"
 	"latent.dev/admission/internal/trace"
 	"latent.dev/admission/policy"
 )
@@ -116,7 +117,10 @@ type replay struct {
 	provider *core.LocalQuotaProvider
 	compiled *policy.Compiled
 	clock    *vclock
-	load     *vload
+	// in answers a decision's readings from its line; inputs is the
+	// core.Inputs the candidate decides with: in, or a test's wrapper.
+	in     coretrace.Replaying
+	inputs core.Inputs
 
 	cat      *catalog.Catalog
 	override bool
@@ -153,10 +157,11 @@ func newReplay(cfg Config, provider *core.LocalQuotaProvider, rd *trace.Reader) 
 	h := rd.Header()
 	r := &replay{
 		cfg: cfg, rd: rd, start: h.StartUnixNano, provider: provider, compiled: provider.Policy(),
-		clock: &vclock{}, load: &vload{}, ctrls: map[*catalog.Pin]*core.AdmissionController{},
+		clock: &vclock{}, ctrls: map[*catalog.Pin]*core.AdmissionController{},
 		permits: map[uint64]*held{}, conv: map[uint64]*core.LoadSample{}, refusals: map[[2]string]*Refusals{}, tracked: map[string]bool{},
 		tenantIx: map[string]int{}, trustIx: map[string]int{}, queueIx: map[string]int{}, recHolds: map[uint64]*recHold{},
 	}
+	r.inputs = &r.in
 	r.res.Start = time.Unix(0, h.StartUnixNano)
 	r.res.PolicySHA256 = h.PolicySHA256
 	u := provider.Usage()
@@ -228,19 +233,10 @@ func (r *replay) advance(t int64) {
 // addSat is a+b, held at the int64 bounds instead of wrapping: a trace's
 // times may be anything, and time must never run backwards (a sample
 // time that wrapped would be taken forever).
-func addSat(a, b int64) int64 {
-	c := a + b
-	switch {
-	case a > 0 && b > 0 && c < 0:
-		return math.MaxInt64
-	case a < 0 && b < 0 && c >= 0:
-		return math.MinInt64
-	}
-	return c
-}
+func addSat(a, b int64) int64 { return coretrace.AddSaturating(a, b) }
 
 // at is the wall time of T t.
-func (r *replay) at(t int64) time.Time { return time.Unix(0, addSat(r.start, t)) }
+func (r *replay) at(t int64) time.Time { return coretrace.At(r.start, t) }
 
 func (r *replay) line(l *trace.Line) error {
 	switch l.Kind {
@@ -342,7 +338,7 @@ func (r *replay) decide(l *trace.Line) {
 	if !ok {
 		dur = wall
 	}
-	r.clock.set(r.at(l.T), nil)
+	r.clock.set(r.at(l.T), 0)
 	if ep, err := p.StartExecution(); err == nil {
 		h.adm, h.exe = nil, ep
 	} else {
@@ -359,34 +355,14 @@ func (r *replay) candidate(l *trace.Line, recorded Answer) (Answer, *core.Admiss
 		return refusal, nil
 	}
 	d := l.Decision
-	req := &r.req
-	*req = core.AdmissionRequest{
-		ActivationID:    d.ActivationID,
-		Principal:       in.principal,
-		Revision:        *in.rev,
-		Handle:          in.handle,
-		RequestedBudget: policy.Budget{CPUFuel: d.Budget.CPUFuel, MemoryBytes: d.Budget.MemoryBytes},
-		PayloadBytes:    d.PayloadBytes,
-		Priority:        d.Priority,
-	}
-	if d.Budget.WallTimeNS != nil {
-		req.RequestedBudget.WallTime = policy.Some(time.Duration(*d.Budget.WallTimeNS))
-	}
-	if d.DeadlineUnixMS != nil {
-		req.Deadline = policy.Some(*d.DeadlineUnixMS)
-	}
-	r.clock.set(r.at(l.T), d.Since)
-	r.prepareLoad(d)
+	coretrace.Request(&r.req, d, in.principal, in.rev, in.handle)
+	r.in.Set(d, r.at(l.T), r)
 	if d.Fleet != nil {
 		defer r.judgeFleet(d.Target.Tenant, d.Fleet.Writes)()
 	}
-	p, err := r.controller(in.pin).Admit(req)
+	p, err := r.controller(in.pin).AdmitWith(&r.req, r.inputs)
 	if err != nil {
-		var ce core.Error
-		if errors.As(err, &ce) {
-			return Answer{Answer: string(ce.Reason()), Scope: string(ce.Scope()), Dimension: string(ce.Dimension())}, nil
-		}
-		return Answer{Answer: err.Error()}, nil
+		return answerOf(err), nil
 	}
 	return Answer{Answer: trace.AnswerAdmitted}, p
 }

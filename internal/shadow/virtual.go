@@ -4,53 +4,26 @@ import (
 	"time"
 
 	"latent.dev/admission/core"
+	"latent.dev/admission/internal/coretrace"
 	"latent.dev/admission/internal/trace"
-	"latent.dev/admission/policy"
 )
 
-// vclock is the replay's clock: Now is the decision's recorded time, and
-// Since hands out the decision's recorded readings in order, then the
-// last again (0 when there were none).
+// vclock is the clock of the replay's controllers, which only a permit's
+// start and release read (a decision reads its line's readings through
+// coretrace.Replaying): Now is the move's time, and Since the recorded
+// time from the admission to the move.
 type vclock struct {
-	now   time.Time
-	since []int64
-	next  int
-	last  int64
+	now     time.Time
+	elapsed time.Duration
 }
 
-func (c *vclock) set(now time.Time, since []int64) {
-	c.now, c.since, c.next, c.last = now, since, 0, 0
-}
+func (c *vclock) set(now time.Time, elapsed time.Duration) { c.now, c.elapsed = now, elapsed }
 
-// Now returns the decision's time.
+// Now returns the move's time.
 func (c *vclock) Now() time.Time { return c.now }
 
-// Since returns the next recorded reading.
-func (c *vclock) Since(time.Time) time.Duration {
-	if c.next < len(c.since) {
-		c.last = c.since[c.next]
-		c.next++
-	}
-	return time.Duration(c.last)
-}
-
-// vload is the replay's load source: the first call of a decision
-// answers the sample step 12 judged, every later call the one the commit
-// judged.
-type vload struct {
-	calls             int
-	first, second     *core.LoadSample
-	firstOK, secondOK bool
-}
-
-// CurrentLoad returns the recorded sample of this call.
-func (l *vload) CurrentLoad() (*core.LoadSample, bool) {
-	l.calls++
-	if l.calls == 1 {
-		return l.first, l.firstOK
-	}
-	return l.second, l.secondOK
-}
+// Since returns the move's recorded elapsed time.
+func (c *vclock) Since(time.Time) time.Duration { return c.elapsed }
 
 // sample converts a recorded load line, once per sequence.
 func (r *replay) sample(l *trace.Load) *core.LoadSample {
@@ -60,18 +33,15 @@ func (r *replay) sample(l *trace.Load) *core.LoadSample {
 	if len(r.conv) >= trace.KeptSamples {
 		clear(r.conv)
 	}
-	s := &core.LoadSample{Sequence: l.Sequence, ObservedAt: r.at(l.ObservedT),
-		CPUPressure: l.CPUPressure, MemoryPressure: l.MemoryPressure}
-	for i := 0; i < len(l.QueueDelayNS) && i < policy.NumCellClasses; i++ {
-		s.QueueDelay[i] = time.Duration(l.QueueDelayNS[i])
-	}
+	s := coretrace.Sample(l, r.start)
 	r.conv[l.Sequence] = s
 	return s
 }
 
-// sampleBySeq is the recorded sample seq; when the trace no longer holds
-// it, the latest one handed out, and the replay is inexact.
-func (r *replay) sampleBySeq(seq uint64) (*core.LoadSample, bool) {
+// BySequence is the recorded sample seq; when the trace no longer holds
+// it, the latest one handed out, and the replay is inexact
+// (coretrace.Samples).
+func (r *replay) BySequence(seq uint64) (*core.LoadSample, bool) {
 	if seq == 0 {
 		return nil, false
 	}
@@ -82,26 +52,13 @@ func (r *replay) sampleBySeq(seq uint64) (*core.LoadSample, bool) {
 		return r.sample(&l), true
 	}
 	r.missingSamples++
-	if r.latest != nil {
-		return r.sample(r.latest), true
-	}
-	return nil, false
+	return r.Latest()
 }
 
-// prepareLoad sets what the load source answers for decision d.
-func (r *replay) prepareLoad(d *trace.Decision) {
-	v := r.load
-	v.calls = 0
-	switch {
-	case d.Clock:
-		v.first, v.firstOK = r.sampleBySeq(d.LoadSequence)
-	case r.latest != nil:
-		v.first, v.firstOK = r.sample(r.latest), true
-	default:
-		v.first, v.firstOK = nil, false
+// Latest is the latest sample handed out in order (coretrace.Samples).
+func (r *replay) Latest() (*core.LoadSample, bool) {
+	if r.latest == nil {
+		return nil, false
 	}
-	v.second, v.secondOK = v.first, v.firstOK
-	if d.Committed {
-		v.second, v.secondOK = r.sampleBySeq(d.CommitLoadSequence)
-	}
+	return r.sample(r.latest), true
 }

@@ -83,7 +83,7 @@ type Line struct {
 	Order uint64 `json:"order,omitempty"`
 	// T is when the event happened: nanoseconds since the header's
 	// StartUnixNano, measured on the monotonic clock. On a decision it is
-	// the first clock reading (core.DecisionRecord.First), or when the
+	// the first clock reading (core.Inputs.First), or when the
 	// line was made if the decision read no clock.
 	T int64 `json:"t,omitempty"`
 
@@ -217,7 +217,10 @@ type Decision struct {
 	// Fleet is the fleet slice the commit judged (core.FleetReading), for
 	// a fleet-limited tenant's decision that reached the fleet check.
 	Fleet *FleetReading `json:"fleet,omitempty"`
-	// Since are the monotonic readings after T (core.DecisionRecord).
+	// Since are the monotonic readings after T, by label: step 12's
+	// resample (core.Inputs.Step12Since) when it was taken, then the
+	// commit's (core.Inputs.CommitSince) when Committed
+	// (internal/coretrace reads and writes them).
 	Since []int64 `json:"since_ns,omitempty"`
 	// LoadSequence and CommitLoadSequence name the samples step 12 and
 	// the commit judged; 0 is none.

@@ -1,8 +1,9 @@
 // Package shadowtest makes decision traces for tests and benchmarks the
 // way a recording node does: a core recording provider
 // ([core.NewRecordingProvider]) decides on a virtual clock, and every
-// decision ([core.AdmissionController.AdmitRecorded]), move (a
-// [core.Journal]), load sample and catalog change becomes a trace line.
+// decision (read through a [coretrace.Recording]), move (a
+// [core.Journal]), load sample and catalog change becomes a trace line,
+// mapped by internal/coretrace as latentd's recorder maps them.
 package shadowtest
 
 import (
@@ -15,19 +16,27 @@ import (
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
+	"latent.dev/admission/internal/coretrace"
 	"latent.dev/admission/internal/trace"
 	"latent.dev/admission/policy"
 )
 
 // Clock is a virtual clock: Now is Start plus the elapsed time, Since
-// measures against it.
+// measures against it. When Step is set, every reading moves the clock
+// on by Step once it is read, as a node's clock moves while a decision
+// runs.
 type Clock struct {
 	Start   time.Time
 	Elapsed time.Duration
+	Step    time.Duration
 }
 
 // Now returns the virtual time.
-func (c *Clock) Now() time.Time { return c.Start.Add(c.Elapsed) }
+func (c *Clock) Now() time.Time {
+	t := c.Start.Add(c.Elapsed)
+	c.Elapsed += c.Step
+	return t
+}
 
 // Since returns the virtual time since t.
 func (c *Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
@@ -39,6 +48,9 @@ type Recorder struct {
 	Load     *core.NodeLoadState
 	Catalog  *catalog.Catalog
 	Lines    []trace.Line
+	// Inputs, when set, is what a decision reads through instead of its
+	// coretrace.Recording (a test's wrapper of it).
+	Inputs func(*coretrace.Recording) core.Inputs
 
 	ctrls   map[*catalog.Pin]*core.AdmissionController
 	loadSeq uint64
@@ -68,33 +80,21 @@ func NewRecorder(p *policy.NodeAdmissionPolicy, catalogJSON []byte) (*Recorder, 
 type journal struct{ r *Recorder }
 
 func (j journal) Moved(m core.LedgerMove) {
-	l := trace.Line{Kind: trace.KindStart, Order: m.Order, T: int64(j.r.Clock.Elapsed),
-		Move: &trace.Move{Of: m.Admission, ElapsedNS: int64(m.Elapsed)}}
-	switch m.Kind {
-	case core.MoveStartRefused:
-		l.Move.Refused = true
-	case core.MoveReleased:
-		l.Kind = trace.KindRelease
-	case core.MoveReclaimed:
-		l.Kind, l.Move.Reclaimed = trace.KindRelease, true
-	}
-	j.r.Lines = append(j.r.Lines, l)
+	j.r.Lines = append(j.r.Lines, coretrace.MoveLine(m, int64(j.r.Clock.Elapsed), new(trace.Move)))
 }
 
 // Publish publishes a load sample observed now and records it.
 func (r *Recorder) Publish(cpu, memory float64, queueDelay time.Duration) error {
 	r.loadSeq++
 	s := core.LoadSample{Sequence: r.loadSeq, ObservedAt: r.Clock.Now(), CPUPressure: cpu, MemoryPressure: memory}
-	delays := make([]int64, policy.NumCellClasses)
 	for i := range s.QueueDelay {
 		s.QueueDelay[i] = queueDelay
-		delays[i] = int64(queueDelay)
 	}
 	if err := r.Load.Publish(s); err != nil {
 		return err
 	}
 	r.Lines = append(r.Lines, trace.Line{Kind: trace.KindLoad, Order: r.Provider.NextOrder(), T: int64(r.Clock.Elapsed),
-		Load: &trace.Load{Sequence: s.Sequence, ObservedT: int64(r.Clock.Elapsed), CPUPressure: cpu, MemoryPressure: memory, QueueDelayNS: delays}})
+		Load: coretrace.LoadOf(&s, r.Clock.Start)})
 	return nil
 }
 
@@ -157,8 +157,6 @@ func (r *Recorder) Admit(req Request) *core.AdmissionPermit {
 	if err != nil {
 		return edge(string(core.ReasonRevisionNotAvailable))
 	}
-	d.Revision = &trace.Revision{Tenant: rev.Tenant, Service: rev.Service, Route: rev.Route, Contract: rev.Contract,
-		Function: rev.Function, Revision: rev.Revision, Release: rev.Release}
 	ar := core.AdmissionRequest{ActivationID: req.ActivationID,
 		Principal: core.Principal{Kind: kind, Subject: pr.Subject, Tenant: pr.Tenant, Service: pr.Service},
 		Revision:  *rev, Handle: handle, PayloadBytes: req.PayloadBytes, Priority: req.Priority,
@@ -174,29 +172,20 @@ func (r *Recorder) Admit(req Request) *core.AdmissionPermit {
 		ctrl = r.Provider.Controller(core.ControllerConfig{Source: pin, Load: r.Load, Clock: r.Clock})
 		r.ctrls[pin] = ctrl
 	}
-	var rec core.DecisionRecord
-	p, err := ctrl.AdmitRecorded(&ar, &rec)
+	rec := &coretrace.Recording{Clock: r.Clock, Load: r.Load}
+	var in core.Inputs = rec
+	if r.Inputs != nil {
+		in = r.Inputs(rec)
+	}
+	p, err := ctrl.AdmitWith(&ar, in)
 	d.Stage = trace.StageCore
-	line.Order = rec.Order
-	if !rec.First.IsZero() {
-		d.Clock, line.T = true, int64(rec.First.Sub(r.Clock.Start))
+	coretrace.SetRequest(d, &ar, new(trace.Revision), new([2]int64))
+	order, t, clock := rec.Put(d, r.Clock.Start)
+	line.Order = order
+	if clock {
+		line.T = t
 	}
-	d.Committed = rec.Committed
-	for i := 0; i < rec.Reads; i++ {
-		d.Since = append(d.Since, int64(rec.Since[i]))
-	}
-	if rec.Load != nil {
-		d.LoadSequence = rec.Load.Sequence
-	}
-	if rec.CommitLoad != nil {
-		d.CommitLoadSequence = rec.CommitLoad.Sequence
-	}
-	if err != nil {
-		ce := err.(core.Error)
-		d.Answer, d.Scope, d.Dimension = string(ce.Reason()), string(ce.Scope()), string(ce.Dimension())
-	} else {
-		d.Answer = trace.AnswerAdmitted
-	}
+	coretrace.SetAnswer(d, err)
 	r.Lines = append(r.Lines, line)
 	return p
 }
