@@ -72,10 +72,7 @@ func (c *AdmissionController) admit(req *AdmissionRequest, in Inputs) (*Admissio
 		c.rejectBeforeLedger(&d, err)
 		return nil, err.err()
 	}
-	if d.derived {
-		d.admittedAt = c.base.Add(d.sinceBase)
-	}
-	p, order, err := c.commit(req, d.admittedAt, &d)
+	p, order, err := c.commit(req, &d)
 	d.placed(order, true)
 	if err != nil {
 		c.provider.metrics.reject(err)

@@ -83,13 +83,14 @@
 //
 // [AdmissionPermit] and [ExecutionPermit] are affine: only a controller
 // issues live ones, the zero value is inert, and go vet rejects copies
-// (noCopy). A permit is the one allocation of an admission (144 bytes,
+// (noCopy). A permit is the one allocation of an admission (112 bytes,
 // its pointers first). StartExecution resamples the clock in its ledger
 // transaction,
 // returns only the queued slots, and on failure has released the permit.
 // Release is idempotent and a reused live-table entry has a new
 // generation, so a stale release frees nothing. A permit dropped without
-// release is reclaimed by a GC cleanup and counted as leaked.
+// release is reclaimed by a finalizer the collector runs, and counted as
+// leaked.
 //
 // # Recording
 //

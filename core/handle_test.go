@@ -212,14 +212,14 @@ func TestPermitIdentityIsVerifiedAndImmutable(t *testing.T) {
 }
 
 // TestPermitBlockIsSmall keeps the one allocation of an admission through a
-// record source within the 128-byte size class: its identity and policy
+// record source within the 112-byte size class: its identity and policy
 // are pointers to the record's, and its controller stands for its
 // provider and clock.
 func TestPermitBlockIsSmall(t *testing.T) {
 	if policy.MaxTrustClasses > 256 {
 		t.Fatalf("a permit keeps its trust class's ID in a byte, but a policy may have %d", policy.MaxTrustClasses)
 	}
-	if n := unsafe.Sizeof(permitBlock{}); n > 128 {
+	if n := unsafe.Sizeof(permitBlock{}); n > 112 {
 		t.Fatalf("a permit block is %d bytes", n)
 	}
 }

@@ -102,16 +102,28 @@ func (c *AdmissionController) step12Since(d *decision) time.Duration {
 	return max(e, 0)
 }
 
-// commitSince is the commit's reading: the monotonic time since first,
-// never negative.
-func (c *AdmissionController) commitSince(d *decision, first time.Time) time.Duration {
+// commitSince is the commit's reading: the monotonic time since the
+// first reading, never negative.
+func (c *AdmissionController) commitSince(d *decision) time.Duration {
 	var e time.Duration
-	if d.in != nil {
-		e = d.in.CommitSince(first)
-	} else {
-		e = c.clock.Since(first)
+	switch {
+	case d.in != nil:
+		e = d.in.CommitSince(d.admittedAt)
+	case d.derived:
+		e = time.Since(c.base) - d.sinceBase
+	default:
+		e = c.clock.Since(d.admittedAt)
 	}
 	return max(e, 0)
+}
+
+// firstOffset is the first reading as its offset from the controller's
+// base: what a permit keeps.
+func (c *AdmissionController) firstOffset(d *decision) time.Duration {
+	if d.derived {
+		return d.sinceBase
+	}
+	return d.admittedAt.Sub(c.base)
 }
 
 // step12Load is step 12's sample; ok is false without a load source,

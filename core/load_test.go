@@ -152,6 +152,11 @@ func TestClockReads(t *testing.T) {
 	f := newFixture(t, nil)
 	clock := &countingClock{fakeClock: fakeClock{now: epoch}}
 	ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: f.load, Clock: clock})
+	// The controller reads its clock once when it is built: its base,
+	// which a permit's deadline is an offset from.
+	if n := clock.reads.Swap(0); n != 1 {
+		t.Fatalf("building the controller read the clock %d times", n)
+	}
 	t.Run("requests rejected by steps 1 to 10 read no clock", func(t *testing.T) {
 		for _, edit := range []func(*AdmissionRequest){
 			func(r *AdmissionRequest) { r.ActivationID = "" },

@@ -8,7 +8,6 @@ import (
 	"unsafe"
 
 	"latent.dev/admission/core/atomicledger"
-	"latent.dev/admission/core/deadline"
 	"latent.dev/admission/policy"
 )
 
@@ -115,20 +114,23 @@ type permitBlock struct {
 // permitState is what a live permit holds: its reservation and what its
 // Grant is rebuilt from. The strings and the revision policy it points to
 // are immutable, so a permit copies no name, list or settings of its own;
-// that keeps the one allocation of an admission small. Its pointers come
-// first, so the collector scans only the block's first 64 bytes.
+// that keeps the one allocation of an admission small (112 bytes). Its
+// pointers come first, so the collector scans only the block's first 40
+// bytes.
 type permitState struct {
-	admittedAt time.Time            // the reading the deadline was bound to
-	ctl        *AdmissionController // its provider (ledger, counters, class names) and clock
+	ctl *AdmissionController // its provider (ledger, counters, class names), clock and base
 	// identity is the record's identity when the source keeps records,
 	// else a copy of the request's made at admission.
 	identity     *policy.RevisionIdentity
 	rev          *policy.RevisionPolicy // from the pinned view; never changes
 	activationID string
 
-	ticket       atomicledger.Ticket
-	order        uint64        // the admitting commit's order on a recording provider
-	wall         time.Duration // effective: the deadline is admittedAt + wall
+	ticket atomicledger.Ticket
+	order  uint64 // the admitting commit's order on a recording provider
+	// admitted is the reading the deadline was bound to, as its offset
+	// from ctl's base (a time.Time would take 24 bytes and a pointer).
+	admitted     time.Duration
+	wall         time.Duration // effective: the deadline is ctl.base + admitted + wall
 	fuel, memory uint64
 	priority     uint32
 	// phase changes only inside ledger transactions (so with the ledger's
@@ -136,7 +138,7 @@ type permitState struct {
 	phase atomic.Uint32
 	queue policy.QueueClassID
 	// trust is the trust class's ID, which policy.MaxTrustClasses (64)
-	// keeps below 256: one byte keeps the block in the 128-byte class.
+	// keeps below 256: one byte keeps the block in the 112-byte class.
 	trust uint8
 	cell  policy.CellClass
 }
@@ -145,7 +147,13 @@ type permitState struct {
 func (s *permitState) provider() *LocalQuotaProvider { return s.ctl.provider }
 
 // deadline is the effective deadline.
-func (s *permitState) deadline() time.Time { return s.admittedAt.Add(s.wall) }
+func (s *permitState) deadline() time.Time { return s.ctl.base.Add(s.admitted + s.wall) }
+
+// elapsed is the monotonic time since admission on the controller's
+// clock, never negative.
+func (s *permitState) elapsed() time.Duration {
+	return max(s.ctl.clock.Since(s.ctl.base)-s.admitted, 0)
+}
 
 // Why this file uses unsafe, and the only file of the package that does:
 // a permit must be inert when zeroed, copied or overwritten, yet the
@@ -188,7 +196,7 @@ func reclaimLeaked(p *AdmissionPermit) {
 	if released {
 		pr.metrics.inc(leakedCounter)
 		if pr.journal != nil {
-			s.journalMove(moveReclaimed, order, deadline.Elapsed(s.ctl.clock, s.admittedAt))
+			s.journalMove(moveReclaimed, order, s.elapsed())
 		}
 	}
 }
@@ -203,7 +211,7 @@ func (c *AdmissionController) newPermit(req *AdmissionRequest, d *decision, tick
 		*identity = req.Revision.RevisionIdentity
 	}
 	b := &permitBlock{state: permitState{
-		admittedAt:   d.admittedAt,
+		admitted:     c.firstOffset(d),
 		ctl:          c,
 		identity:     identity,
 		rev:          d.rev,
@@ -289,7 +297,7 @@ func (s *permitState) startLocked(tx atomicledger.Tx) (time.Duration, error) {
 	s.phase.Store(permitExecuting)
 	// Elapsed monotonic time since admission: half the cost of a second
 	// wall-clock read, and immune to wall-clock steps.
-	elapsed := deadline.Elapsed(s.ctl.clock, s.admittedAt)
+	elapsed := s.elapsed()
 	if elapsed >= s.wall {
 		tx.Release(s.ticket)
 		s.phase.Store(permitReleased)
@@ -319,7 +327,7 @@ func (p *AdmissionPermit) release(from uint32) bool {
 	}
 	tx.End()
 	if released && pr.journal != nil {
-		s.journalMove(moveReleased, order, deadline.Elapsed(s.ctl.clock, s.admittedAt))
+		s.journalMove(moveReleased, order, s.elapsed())
 	}
 	if changed && !pr.young.forget(s.ticket, (*permitBlock)(unsafe.Pointer(p))) {
 		// A sweep took the permit out of the young table first and may

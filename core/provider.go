@@ -117,10 +117,9 @@ func (p *LocalQuotaProvider) Controller(cfg ControllerConfig) *AdmissionControll
 	if c.clock == nil {
 		c.clock = deadline.System{}
 	}
-	if _, c.system = c.clock.(deadline.System); c.system {
-		c.base = time.Now()
-		c.baseFleet = int64(c.base.Sub(p.fleetEpoch))
-	}
+	_, c.system = c.clock.(deadline.System)
+	c.base = c.clock.Now()
+	c.baseFleet = int64(c.base.Sub(p.fleetEpoch))
 	if isNilPointer(c.load) {
 		c.load = nil
 	}

@@ -35,7 +35,7 @@ type decision struct {
 	grant           policy.Budget
 	untilCaller     time.Duration // from the first reading to the caller's deadline, when it has one
 	wall            time.Duration // effective: the deadline is admittedAt + wall
-	admittedAt      time.Time     // the first clock reading (built after step 12 when derived)
+	admittedAt      time.Time     // the first clock reading, unless derived
 	// derived: the first reading is the controller's base plus
 	// sinceBase (see firstReading).
 	derived     bool
@@ -530,9 +530,9 @@ func (c *AdmissionController) preCheck(d *decision) *rejection {
 // leaves in one place; the permit is built after the transaction ends.
 // order is the transaction's place in the ledger's order on a recording
 // provider (0 on any other), the permit's and the decision's.
-func (c *AdmissionController) commit(req *AdmissionRequest, first time.Time, d *decision) (p *AdmissionPermit, order uint64, err *rejection) {
+func (c *AdmissionController) commit(req *AdmissionRequest, d *decision) (p *AdmissionPermit, order uint64, err *rejection) {
 	var ticket atomicledger.Ticket
-	ticket, err, order = c.commitTx(req, first, d)
+	ticket, err, order = c.commitTx(req, d)
 	if err != nil {
 		return nil, order, err
 	}
@@ -542,28 +542,28 @@ func (c *AdmissionController) commit(req *AdmissionRequest, first time.Time, d *
 // commitTx runs commitLocked in one ledger transaction and returns its
 // order. The transaction ends on every path: the load source commitLocked
 // reads is the embedder's.
-func (c *AdmissionController) commitTx(req *AdmissionRequest, first time.Time, d *decision) (atomicledger.Ticket, *rejection, uint64) {
+func (c *AdmissionController) commitTx(req *AdmissionRequest, d *decision) (atomicledger.Ticket, *rejection, uint64) {
 	tx := c.provider.ledger.Begin()
 	defer tx.End()
-	ticket, err := c.commitLocked(tx, req, first, d)
+	ticket, err := c.commitLocked(tx, req, d)
 	return ticket, err, c.provider.orderOf(tx)
 }
 
 // commitLocked is step 13: the clock is resampled, the deadline and load
 // are judged again, then duplicate, capacity and feasibility, and only
 // then does any counter move.
-func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionRequest, first time.Time, d *decision) (atomicledger.Ticket, *rejection) {
+func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionRequest, d *decision) (atomicledger.Ticket, *rejection) {
 	pr := c.provider
-	// Now is first + elapsed; every judgment below is a duration from
-	// first, so no second time.Time is built.
-	elapsed := c.commitSince(d, first)
+	// Now is the first reading + elapsed; every judgment below is a
+	// duration from the first reading, so no time.Time is built.
+	elapsed := c.commitSince(d)
 	if req.Deadline.Set && d.untilCaller <= elapsed {
 		return atomicledger.Ticket{}, errDeadlineExceeded
 	}
 	sample, ok := c.commitLoad(d)
 	var age time.Duration
 	if ok {
-		age = first.Sub(sample.ObservedAt)
+		age = c.sampleAge(sample, d)
 	}
 	if err := loadVerdict(sample, ok, age, elapsed, &pr.node.Overload); err != nil {
 		return atomicledger.Ticket{}, err
