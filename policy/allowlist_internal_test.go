@@ -93,4 +93,18 @@ func TestShortAndLongAllowlists(t *testing.T) {
 	}
 	assert.Zero(t, a.find(TenantID(len(sizes)), "subject-0"))
 	assert.Zero(t, a.find(-1, "subject-0"))
+	hashed := 0
+	for _, s := range a.slots {
+		if s.kinds != 0 {
+			hashed++
+		}
+	}
+	assert.Equal(t, smallAllowlist+1+40, hashed, "the table holds the long lists' subjects, and only theirs")
+
+	// Only short lists: the table is empty, and an ID past the tenants
+	// still finds nothing in it.
+	short := newAllowlist([]map[string]principalKinds{{"a": 1}, {"b": 2, "c": 1}})
+	assert.Equal(t, principalKinds(2), short.find(1, "b"))
+	assert.Zero(t, short.find(2, "b"))
+	assert.Zero(t, short.find(-1, "a"))
 }
