@@ -235,3 +235,28 @@ func TestWriterRecyclesOwnersOnceWritten(t *testing.T) {
 		require.Equal(t, uint64(i+1), seq)
 	}
 }
+
+// TestWriterKeepsOrderAroundItsRing adds far more lines than a small
+// queue (three lines, so its ring wraps on every few lines and the
+// writer frees fewer than releaseEvery at a time), each waiting for
+// room: every line is written once, in the order added, and the queue
+// ends empty.
+func TestWriterKeepsOrderAroundItsRing(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	w, err := trace.NewWriter(trace.WriterConfig{Path: path, Buffer: 3})
+	require.NoError(t, err)
+	const n = 1000
+	for i := uint64(1); i <= n; i++ {
+		require.True(t, w.AddWait(decision(i)))
+	}
+	require.NoError(t, w.Close())
+	assert.EqualValues(t, n, w.Written())
+	assert.Zero(t, w.Dropped())
+	assert.Zero(t, w.QueuedBytes())
+	lines := readLines(t, path)
+	require.Len(t, lines, n+1)
+	for i, l := range lines[1:] {
+		require.Equal(t, uint64(i+1), l.Order)
+	}
+}
