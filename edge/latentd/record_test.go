@@ -216,7 +216,9 @@ func TestRecordRefusesAMaxBytesBelowTheMinimum(t *testing.T) {
 // it (AdmitWith on the recording provider, the decision line built as
 // invoke builds it and queued, and the release's line from the journal).
 // The writer's goroutine encodes the lines to a file meanwhile; lines it
-// could not keep up with are reported as dropped/op.
+// could not keep up with are reported as dropped/op, the trace's size
+// as file-bytes/op, and cpu-ns/op is the process's CPU time per op (the
+// writer's included) where the system measures it.
 func BenchmarkAdmitRecording(b *testing.B) {
 	for _, on := range []bool{false, true} {
 		name := "record=off"
@@ -224,13 +226,19 @@ func BenchmarkAdmitRecording(b *testing.B) {
 			name = "record=on"
 		}
 		b.Run(name, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "trace.jsonl")
 			n, err := New(testConfig(b, newFakeGuests(), nodeOptions{mutate: func(c *Config) {
 				if on {
-					c.RecordPath = filepath.Join(b.TempDir(), "trace.jsonl")
+					c.RecordPath = path
 				}
 			}}))
 			require.NoError(b, err)
-			defer func() { require.NoError(b, n.Shutdown(context.Background())) }()
+			shut := false
+			defer func() {
+				if !shut {
+					require.NoError(b, n.Shutdown(context.Background()))
+				}
+			}()
 			r := httptest.NewRequest(http.MethodPost, "/v1/invoke/acme/echo/run", nil)
 			r.SetPathValue("tenant", "acme")
 			r.SetPathValue("service", "echo")
@@ -252,6 +260,7 @@ func BenchmarkAdmitRecording(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0, _ := cpuTime()
 			for b.Loop() {
 				var permit *core.AdmissionPermit
 				var err error
@@ -268,6 +277,16 @@ func BenchmarkAdmitRecording(b *testing.B) {
 			b.StopTimer()
 			if n.rec != nil {
 				b.ReportMetric(float64(n.rec.w.Dropped())/float64(b.N), "dropped/op")
+			}
+			if cpu1, ok := cpuTime(); ok {
+				b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+			}
+			shut = true
+			require.NoError(b, n.Shutdown(context.Background()))
+			if n.rec != nil {
+				info, err := os.Stat(path)
+				require.NoError(b, err)
+				b.ReportMetric(float64(info.Size())/float64(b.N), "file-bytes/op")
 			}
 		})
 	}

@@ -16,6 +16,12 @@ import (
 // A line that encoding/json refuses (a NaN or infinite pressure) is an
 // error, and dst is returned as it was.
 func AppendLine(dst []byte, l *Line) ([]byte, error) {
+	return appendLine(dst, l, nil)
+}
+
+// appendLine is AppendLine, taking a decision's repeated parts from e
+// when it is not nil.
+func appendLine(dst []byte, l *Line, e *fragments) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, `{"k":`...)
 	dst = appendString(dst, l.Kind)
@@ -79,7 +85,7 @@ func AppendLine(dst []byte, l *Line) ([]byte, error) {
 		}
 	}
 	if d := l.Decision; d != nil {
-		dst = appendDecision(dst, d)
+		dst = appendDecision(dst, d, e)
 	}
 	if m := l.Move; m != nil {
 		dst = append(dst, `,"of":`...)
@@ -105,45 +111,30 @@ func AppendLine(dst []byte, l *Line) ([]byte, error) {
 	return append(dst, '}', '\n'), nil
 }
 
-// appendDecision appends d's fields, each after a comma.
-func appendDecision(dst []byte, d *Decision) []byte {
+// appendDecision appends d's fields, each after a comma; its principal,
+// target, revision and budget through e when it is not nil.
+func appendDecision(dst []byte, d *Decision, e *fragments) []byte {
 	dst = append(dst, `,"stage":`...)
 	dst = appendString(dst, d.Stage)
 	if p := d.Principal; p != nil {
-		dst = append(dst, `,"principal":{"kind":`...)
-		dst = appendString(dst, p.Kind)
-		dst = append(dst, `,"subject":`...)
-		dst = appendString(dst, p.Subject)
-		dst = append(dst, `,"tenant":`...)
-		dst = appendString(dst, p.Tenant)
-		dst = appendOptString(dst, `,"service":`, p.Service)
-		dst = appendTrue(dst, `,"admin":true`, p.Admin)
-		dst = append(dst, '}')
+		if e != nil {
+			dst = e.appendPrincipal(dst, p)
+		} else {
+			dst = appendPrincipal(dst, p)
+		}
 	}
-	dst = append(dst, `,"target":{"tenant":`...)
-	dst = appendString(dst, d.Target.Tenant)
-	dst = append(dst, `,"service":`...)
-	dst = appendString(dst, d.Target.Service)
-	dst = append(dst, `,"route":`...)
-	dst = appendString(dst, d.Target.Route)
-	dst = append(dst, '}')
+	if e != nil {
+		dst = e.appendTarget(dst, &d.Target)
+	} else {
+		dst = appendTarget(dst, &d.Target)
+	}
 	dst = appendOptString(dst, `,"routing_key":`, d.RoutingKey)
 	if r := d.Revision; r != nil {
-		dst = append(dst, `,"revision":{"tenant":`...)
-		dst = appendString(dst, r.Tenant)
-		dst = append(dst, `,"service":`...)
-		dst = appendString(dst, r.Service)
-		dst = append(dst, `,"route":`...)
-		dst = appendString(dst, r.Route)
-		dst = append(dst, `,"contract":`...)
-		dst = appendString(dst, r.Contract)
-		dst = append(dst, `,"function":`...)
-		dst = appendString(dst, r.Function)
-		dst = append(dst, `,"revision":`...)
-		dst = appendString(dst, r.Revision)
-		dst = append(dst, `,"release":`...)
-		dst = appendString(dst, r.Release)
-		dst = append(dst, '}')
+		if e != nil {
+			dst = e.appendRevision(dst, r)
+		} else {
+			dst = appendRevision(dst, r)
+		}
 	}
 	if d.Generation != 0 {
 		dst = append(dst, `,"pin_generation":`...)
@@ -152,15 +143,12 @@ func appendDecision(dst []byte, d *Decision) []byte {
 	dst = appendOptString(dst, `,"activation_id":`, d.ActivationID)
 	dst = append(dst, `,"priority":`...)
 	dst = strconv.AppendUint(dst, uint64(d.Priority), 10)
-	dst = append(dst, `,"budget":{"cpu_fuel":`...)
-	dst = strconv.AppendUint(dst, d.Budget.CPUFuel, 10)
-	dst = append(dst, `,"memory_bytes":`...)
-	dst = strconv.AppendUint(dst, d.Budget.MemoryBytes, 10)
-	if d.Budget.WallTimeNS != nil {
-		dst = append(dst, `,"wall_time_ns":`...)
-		dst = strconv.AppendInt(dst, *d.Budget.WallTimeNS, 10)
+	if e != nil {
+		dst = e.appendBudget(dst, &d.Budget)
+	} else {
+		dst = appendBudget(dst, &d.Budget)
 	}
-	dst = append(dst, `},"payload_bytes":`...)
+	dst = append(dst, `,"payload_bytes":`...)
 	dst = strconv.AppendUint(dst, d.PayloadBytes, 10)
 	if d.DeadlineUnixMS != nil {
 		dst = append(dst, `,"deadline_unix_ms":`...)
@@ -201,6 +189,62 @@ func appendDecision(dst []byte, d *Decision) []byte {
 	dst = appendOptString(dst, `,"scope":`, d.Scope)
 	dst = appendOptString(dst, `,"dimension":`, d.Dimension)
 	return dst
+}
+
+// appendPrincipal appends a decision's principal field.
+func appendPrincipal(dst []byte, p *Principal) []byte {
+	dst = append(dst, `,"principal":{"kind":`...)
+	dst = appendString(dst, p.Kind)
+	dst = append(dst, `,"subject":`...)
+	dst = appendString(dst, p.Subject)
+	dst = append(dst, `,"tenant":`...)
+	dst = appendString(dst, p.Tenant)
+	dst = appendOptString(dst, `,"service":`, p.Service)
+	dst = appendTrue(dst, `,"admin":true`, p.Admin)
+	return append(dst, '}')
+}
+
+// appendTarget appends a decision's target field.
+func appendTarget(dst []byte, t *Target) []byte {
+	dst = append(dst, `,"target":{"tenant":`...)
+	dst = appendString(dst, t.Tenant)
+	dst = append(dst, `,"service":`...)
+	dst = appendString(dst, t.Service)
+	dst = append(dst, `,"route":`...)
+	dst = appendString(dst, t.Route)
+	return append(dst, '}')
+}
+
+// appendRevision appends a decision's revision field.
+func appendRevision(dst []byte, r *Revision) []byte {
+	dst = append(dst, `,"revision":{"tenant":`...)
+	dst = appendString(dst, r.Tenant)
+	dst = append(dst, `,"service":`...)
+	dst = appendString(dst, r.Service)
+	dst = append(dst, `,"route":`...)
+	dst = appendString(dst, r.Route)
+	dst = append(dst, `,"contract":`...)
+	dst = appendString(dst, r.Contract)
+	dst = append(dst, `,"function":`...)
+	dst = appendString(dst, r.Function)
+	dst = append(dst, `,"revision":`...)
+	dst = appendString(dst, r.Revision)
+	dst = append(dst, `,"release":`...)
+	dst = appendString(dst, r.Release)
+	return append(dst, '}')
+}
+
+// appendBudget appends a decision's budget field.
+func appendBudget(dst []byte, b *Budget) []byte {
+	dst = append(dst, `,"budget":{"cpu_fuel":`...)
+	dst = strconv.AppendUint(dst, b.CPUFuel, 10)
+	dst = append(dst, `,"memory_bytes":`...)
+	dst = strconv.AppendUint(dst, b.MemoryBytes, 10)
+	if b.WallTimeNS != nil {
+		dst = append(dst, `,"wall_time_ns":`...)
+		dst = strconv.AppendInt(dst, *b.WallTimeNS, 10)
+	}
+	return append(dst, '}')
 }
 
 func appendUint32(dst []byte, key string, v uint32) []byte {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -130,6 +131,21 @@ func TestAppendLineMatchesEncodingJSON(t *testing.T) {
 			}
 		}
 	}
+	// The writer's encoding, keeping the repeated parts of one line to
+	// the next, gives the same bytes.
+	var e fragments
+	for n, s := range odd {
+		for parts := uint16(16); parts < 128; parts += 16 {
+			for _, flags := range []uint16{0, 0xffff, 0x2aa, 0x155} {
+				l := fuzzLine(parts, s, odd[(n+1)%len(odd)], odd[(n+5)%len(odd)], uint64(n)*977, int64(n)-5, 0.1*float64(n), 3e-9, []byte(s), flags)
+				want, err := AppendLine(nil, &l)
+				require.NoError(t, err)
+				got, err := appendLine(nil, &l, &e)
+				require.NoError(t, err)
+				require.Equal(t, string(want), string(got))
+			}
+		}
+	}
 	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
 		l := Line{Kind: KindLoad, Load: &Load{CPUPressure: f}}
 		_, err := AppendLine(nil, &l)
@@ -138,7 +154,8 @@ func TestAppendLineMatchesEncodingJSON(t *testing.T) {
 }
 
 // BenchmarkAppendLine is a decision line as the recorder writes one,
-// encoded by AppendLine and by the json.Encoder the writer used before.
+// encoded by AppendLine, by the writer (AppendLine with its fragments)
+// and by the json.Encoder the writer used before.
 func BenchmarkAppendLine(b *testing.B) {
 	wall := int64(5e9)
 	l := Line{Kind: KindDecision, Order: 123456789, T: 987654321, Decision: &Decision{Stage: StageCore,
@@ -159,6 +176,20 @@ func BenchmarkAppendLine(b *testing.B) {
 		}
 		b.SetBytes(int64(len(buf)))
 	})
+	b.Run("writer", func(b *testing.B) {
+		// The writer's encoding: the same line again, its principal,
+		// target, revision and budget copied from the last one.
+		var buf []byte
+		var e fragments
+		b.ReportAllocs()
+		for b.Loop() {
+			var err error
+			if buf, err = appendLine(buf[:0], &l, &e); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.SetBytes(int64(len(buf)))
+	})
 	b.Run("encoding-json", func(b *testing.B) {
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
@@ -171,5 +202,47 @@ func BenchmarkAppendLine(b *testing.B) {
 			}
 		}
 		b.SetBytes(int64(buf.Len()))
+	})
+}
+
+// FuzzFragmentsMatchAppendLine holds the writer's encoding, which copies
+// a decision's principal, target, revision and budget when they equal
+// the last ones it kept, to AppendLine: two fuzzed lines encoded in turn
+// (a, b, b, a, a, b), the second one's parts then changed in place, as a
+// recycled line's are, and encoded again, give AppendLine's bytes each
+// time.
+func FuzzFragmentsMatchAppendLine(f *testing.F) {
+	f.Add(uint16(16), "decision", "acme", "core", uint64(11), int64(12), uint16(0xffff), uint16(16), "globex", uint16(0x50))
+	f.Add(uint16(16), "decision", "acme", "core", uint64(11), int64(12), uint16(0x2d0), uint16(16), "acme", uint16(0x2d0))
+	f.Add(uint16(16), "d", strings.Repeat("x", maxFragmentBytes), "c", uint64(1), int64(2), uint16(0xd0), uint16(17), "", uint16(0xd0))
+	f.Fuzz(func(t *testing.T, parts uint16, s1, s2, s3 string, u uint64, i int64, flags, parts2 uint16, s4 string, flags2 uint16) {
+		a := fuzzLine(parts, s1, s2, s3, u, i, 0.5, 0.25, nil, flags)
+		b := fuzzLine(parts2, s4, s2, s1, u>>1, i+1, 0.5, 0.25, nil, flags2)
+		var e fragments
+		check := func(l *Line) {
+			want, wantErr := AppendLine([]byte("p"), l)
+			got, err := appendLine([]byte("p"), l, &e)
+			require.Equal(t, wantErr, err)
+			require.Equal(t, string(want), string(got))
+		}
+		for _, l := range []*Line{&a, &b, &b, &a, &a, &b} {
+			check(l)
+		}
+		if d := b.Decision; d != nil {
+			d.Target.Route += "x"
+			d.Budget.CPUFuel++
+			if d.Principal != nil {
+				d.Principal.Admin = !d.Principal.Admin
+			}
+			if d.Revision != nil {
+				d.Revision.Release = s3
+			}
+			if d.Budget.WallTimeNS != nil {
+				*d.Budget.WallTimeNS++
+			}
+			check(&b)
+			check(&a)
+			check(&b)
+		}
 	})
 }

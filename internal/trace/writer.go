@@ -88,23 +88,49 @@ type WriterConfig struct {
 // file back to its last complete line and tries again. When a try
 // succeeds, a dropped line says how many were lost and recording goes on
 // in the same file.
+//
+// # The queue
+//
+// The queue is a ring of cfg.Buffer slots under mu: Add copies its line
+// into the next free slot, and the writing goroutine takes every queued
+// line at once, reads them outside the lock (a slot is the writer's from
+// the moment it is counted until the writer frees it) and frees them
+// under the lock, releaseEvery at a time. A line being written still
+// counts against the queue's bounds until it is freed. The writer is
+// never woken for each line: once it has written what it found it naps
+// for up to napFor while lines gather, and only when it finds nothing
+// does it sleep until an Add wakes it (wakeAt).
 type Writer struct {
 	cfg      WriterConfig
-	lines    chan Line
-	closed   atomic.Bool
 	dropped  atomic.Uint64
 	written  atomic.Uint64
 	failures atomic.Uint64
-	queued   atomic.Int64 // bytes of the lines in the queue
 	stopped  atomic.Pointer[error]
+	wake     chan struct{} // an Add wakes the sleeping writer (capacity 1)
 	stop     chan struct{}
 	done     chan struct{}
 	once     sync.Once
+
+	mu sync.Mutex
+	// ring holds the queued lines, from head, count of them; slots
+	// outside that range are zero. Guarded by mu, except that the
+	// writing goroutine reads and clears the slots it took.
+	ring   []slot
+	head   int   // guarded by mu
+	count  int   // guarded by mu
+	queued int64 // guarded by mu: the queued lines' QueuedBytes
+	closed bool  // guarded by mu
+	// wakeAt and wakeBytes, while wakeAt is positive, say the writer
+	// sleeps until the queue holds wakeAt lines or wakeBytes bytes; the
+	// Add that gets there sets wakeAt to 0 and wakes it. Guarded by mu.
+	wakeAt    int
+	wakeBytes int64
 
 	// Owned by the writing goroutine (and NewWriter before it starts).
 	f         File
 	bw        *bufio.Writer
 	line      []byte // the line being encoded (AppendLine), reused
+	fragments fragments
 	size      int64  // bytes given to bw since the file began
 	synced    int64  // size at the last successful flush: a line boundary
 	unflushed uint64 // lines counted written since the last successful flush
@@ -116,6 +142,12 @@ type Writer struct {
 	rename         bool  // failing between closing a full file and renaming it
 	lastTry        time.Time
 	finalError     error // what Close returns
+}
+
+// slot is a queued line and its QueuedBytes.
+type slot struct {
+	line  Line
+	bytes int64
 }
 
 // NewWriter creates (or truncates) cfg.Path, writes its header and starts
@@ -137,7 +169,8 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 	if cfg.Create == nil {
 		cfg.Create = createFile
 	}
-	w := &Writer{cfg: cfg, lines: make(chan Line, cfg.Buffer), stop: make(chan struct{}), done: make(chan struct{})}
+	w := &Writer{cfg: cfg, ring: make([]slot, cfg.Buffer),
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	w.bw = bufio.NewWriterSize(nil, 64<<10)
 	if err := w.open(); err != nil {
 		return nil, w.pathError(err)
@@ -220,26 +253,35 @@ const (
 )
 
 func (w *Writer) tryAdd(line *Line) addResult {
-	if w.closed.Load() {
+	n := line.QueuedBytes()
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
 		return closed
 	}
-	n := line.QueuedBytes()
-	for {
-		q := w.queued.Load()
-		if q > 0 && q+n > w.cfg.BufferBytes {
-			return full
-		}
-		if w.queued.CompareAndSwap(q, q+n) {
-			break
-		}
-	}
-	select {
-	case w.lines <- *line:
-		return added
-	default:
-		w.queued.Add(-n)
+	if w.count == len(w.ring) || w.queued > 0 && w.queued+n > w.cfg.BufferBytes {
+		w.mu.Unlock()
 		return full
 	}
+	i := w.head + w.count
+	if i >= len(w.ring) {
+		i -= len(w.ring)
+	}
+	w.ring[i] = slot{line: *line, bytes: n}
+	w.count++
+	w.queued += n
+	wake := w.wakeAt > 0 && (w.count >= w.wakeAt || w.queued >= w.wakeBytes)
+	if wake {
+		w.wakeAt = 0
+	}
+	w.mu.Unlock()
+	if wake {
+		select {
+		case w.wake <- struct{}{}:
+		default: // a wake is already pending
+		}
+	}
+	return added
 }
 
 // Dropped is the number of lines dropped because the queue was full (or,
@@ -254,7 +296,11 @@ func (w *Writer) Written() uint64 { return w.written.Load() }
 func (w *Writer) Failures() uint64 { return w.failures.Load() }
 
 // QueuedBytes is what the lines waiting in the queue hold.
-func (w *Writer) QueuedBytes() int64 { return w.queued.Load() }
+func (w *Writer) QueuedBytes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.queued
+}
 
 // Err is the write error the recording is stopped on (it names the
 // file), or nil while the recording is being written.
@@ -273,7 +319,9 @@ func (w *Writer) Err() error {
 // called more than once.
 func (w *Writer) Close() error {
 	w.once.Do(func() {
-		w.closed.Store(true)
+		w.mu.Lock()
+		w.closed = true
+		w.mu.Unlock()
 		close(w.stop)
 	})
 	<-w.done

@@ -74,3 +74,104 @@ func BenchmarkCloseAFullQueue(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// recordedDecision is a decision line as latentd's recorder makes one
+// for an admitted request (a principal, a resolved revision, one reading
+// after the first), about 600 bytes encoded.
+func recordedDecision(order uint64) trace.Line {
+	wall := int64(5e9)
+	return trace.Line{Kind: trace.KindDecision, Order: order, T: int64(order) * 1000, Decision: &trace.Decision{Stage: trace.StageCore,
+		Principal: &trace.Principal{Kind: "user", Subject: "alice", Tenant: "acme"},
+		Target:    trace.Target{Tenant: "acme", Service: "echo", Route: "run"},
+		Revision: &trace.Revision{Tenant: "acme", Service: "echo", Route: "run", Contract: "echo-contract", Function: "echo",
+			Revision: "r-2026-11-30T10:00:00Z", Release: "stable"},
+		Generation: 3, ActivationID: "bench-activation", Priority: 5,
+		Budget:       trace.Budget{CPUFuel: 1e9, MemoryBytes: 64 << 20, WallTimeNS: &wall},
+		PayloadBytes: 1, Clock: true, Committed: true, Since: []int64{1234}, LoadSequence: 7, Answer: trace.AnswerAdmitted}}
+}
+
+// recordedLines are the lines of one admission as the recorder queues
+// them: its decision and its release.
+func recordedLines(order uint64) [2]trace.Line {
+	return [2]trace.Line{recordedDecision(order),
+		{Kind: trace.KindRelease, Order: order + 1, T: int64(order)*1000 + 5000, Move: &trace.Move{Of: order, ElapsedNS: 5000}}}
+}
+
+// BenchmarkWriter is the writer's cost per line, lines as the recorder
+// queues them (a decision, then its release), written to a real file in
+// a temporary directory.
+//
+// "through-file": one goroutine adds b.N lines, waiting for room when
+// the queue is full (AddWait), then Close: ns/op is a line's time from
+// Add to the file, lines/s the writer's throughput (at -cpu 1 the adding
+// and the writing share the one core, so ns/op is their sum).
+//
+// cpu-ns is the process's CPU time (every goroutine's, the writer's
+// too) per line, where the system measures it.
+//
+// "add": one goroutine adds b.N lines as fast as it can while the
+// writer writes them: ns/op is what Add costs the goroutine that
+// decides, and dropped/op the lines the writer could not keep up with.
+func BenchmarkWriter(b *testing.B) {
+	b.Run("through-file", func(b *testing.B) {
+		path := filepath.Join(b.TempDir(), "trace.jsonl")
+		w, err := trace.NewWriter(trace.WriterConfig{Path: path})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines := recordedLines(1)
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		cpu0, _ := cpuTime()
+		for i := range b.N {
+			l := lines[i&1]
+			l.Order = uint64(i + 1)
+			w.AddWait(l)
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		reportCPU(b, cpu0, "cpu-ns/line")
+		if w.Dropped() != 0 {
+			b.Fatalf("%d dropped", w.Dropped())
+		}
+		info, err := os.Stat(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(w.Written())/elapsed.Seconds(), "lines/s")
+		b.ReportMetric(float64(info.Size())/float64(w.Written()), "bytes/line")
+	})
+	b.Run("add", func(b *testing.B) {
+		path := filepath.Join(b.TempDir(), "trace.jsonl")
+		w, err := trace.NewWriter(trace.WriterConfig{Path: path})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines := recordedLines(1)
+		b.ReportAllocs()
+		b.ResetTimer()
+		cpu0, _ := cpuTime()
+		for i := range b.N {
+			l := lines[i&1]
+			l.Order = uint64(i + 1)
+			w.Add(l)
+		}
+		b.StopTimer()
+		reportCPU(b, cpu0, "cpu-ns/op")
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(w.Dropped())/float64(b.N), "dropped/op")
+	})
+}
+
+// reportCPU reports the CPU time used since cpu0 per op as unit.
+func reportCPU(b *testing.B, cpu0 time.Duration, unit string) {
+	if cpu1, ok := cpuTime(); ok {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), unit)
+	}
+}

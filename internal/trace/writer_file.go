@@ -7,6 +7,16 @@ import (
 	"time"
 )
 
+// napFor is how long the writer waits, after writing what it found,
+// for more lines to gather before it looks again: a line waits that much
+// longer to reach the file buffer (never past flushEvery), and a writer
+// that keeps up is woken at most once a napFor instead of once a line.
+const napFor = time.Millisecond
+
+// releaseEvery is how many written lines the writer frees in the queue
+// at once (one lock).
+const releaseEvery = 64
+
 // run is the writing goroutine: it takes the queued lines, encodes and
 // flushes them, stops on a failed write and retries, and rotates the
 // files.
@@ -14,27 +24,99 @@ func (w *Writer) run() {
 	defer close(w.done)
 	tick := time.NewTicker(flushEvery)
 	defer tick.Stop()
+	nap := time.NewTimer(napFor)
+	defer nap.Stop()
+	// A napping writer is woken early once the queue holds a quarter of
+	// its bounds.
+	napLines, napBytes := max(1, len(w.ring)/4), max(1, w.cfg.BufferBytes/4)
 	for {
-		select {
-		case l := <-w.lines:
-			w.take(&l)
-			w.drain(tick.C)
+		if w.drain() {
 			w.settle()
+			if !w.sleep(napLines, napBytes) {
+				continue
+			}
+			nap.Reset(napFor)
+			select {
+			case <-w.wake:
+			case <-nap.C:
+			case <-tick.C:
+				w.settle()
+			case <-w.stop:
+				w.end()
+				return
+			}
+			continue
+		}
+		if !w.sleep(1, 1) {
+			continue
+		}
+		select {
+		case <-w.wake:
 		case <-tick.C:
 			w.settle()
 		case <-w.stop:
-			w.drain(nil)
-			w.lastTry = time.Time{} // a stopped recording tries once more
-			w.settle()
-			w.finish()
+			w.end()
 			return
 		}
 	}
 }
 
+// sleep tells Add to wake the writer once the queue holds lines lines or
+// bytes bytes; false when it already does (the writer goes on).
+func (w *Writer) sleep(lines int, bytes int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.count >= lines || w.queued >= bytes {
+		return false
+	}
+	w.wakeAt, w.wakeBytes = lines, bytes
+	return true
+}
+
+// end writes what is queued when the writer is closed (Add takes no
+// more), and ends the file.
+func (w *Writer) end() {
+	for w.drain() {
+	}
+	w.lastTry = time.Time{} // a stopped recording tries once more
+	w.settle()
+	w.finish()
+}
+
+// drain writes the lines queued when it begins, freeing their slots
+// releaseEvery at a time; false when there were none.
+func (w *Writer) drain() bool {
+	w.mu.Lock()
+	head, n := w.head, w.count
+	w.wakeAt = 0 // awake
+	w.mu.Unlock()
+	if n == 0 {
+		return false
+	}
+	for n > 0 {
+		k := min(n, releaseEvery)
+		var bytes int64
+		for range k {
+			s := &w.ring[head]
+			bytes += s.bytes
+			w.take(&s.line)
+			*s = slot{} // the ring holds nothing of a written line
+			if head++; head == len(w.ring) {
+				head = 0
+			}
+		}
+		w.mu.Lock()
+		w.head = head
+		w.count -= k
+		w.queued -= bytes
+		w.mu.Unlock()
+		n -= k
+	}
+	return true
+}
+
 // take writes a line taken from the queue.
 func (w *Writer) take(l *Line) {
-	w.queued.Add(-l.QueuedBytes())
 	if w.put(l) {
 		w.written.Add(1)
 		w.unflushed++
@@ -45,31 +127,6 @@ func (w *Writer) take(l *Line) {
 		w.cfg.Recycle(l.Owner)
 	}
 }
-
-// drain writes queued lines until the queue is momentarily empty; while
-// it does, a tick still flushes (and reports drops).
-func (w *Writer) drain(tick <-chan time.Time) {
-	for n := 1; ; n++ {
-		select {
-		case l := <-w.lines:
-			w.take(&l)
-		default:
-			return
-		}
-		if n%tickEvery != 0 {
-			continue
-		}
-		select {
-		case <-tick:
-			w.settle()
-		default:
-		}
-	}
-}
-
-// tickEvery is how many lines drain writes between looks at the ticker
-// (a look takes the timer's lock and reads the clock).
-const tickEvery = 64
 
 // settle retries a failed recording when it is time, writes a dropped
 // line if lines were dropped since the last one, then flushes.
@@ -126,7 +183,7 @@ func (w *Writer) put(l *Line) bool {
 	if inPlace {
 		buf = w.bw.AvailableBuffer()
 	}
-	line, err := AppendLine(buf, l)
+	line, err := appendLine(buf, l, &w.fragments)
 	if err != nil {
 		// A line that cannot be encoded (a NaN pressure) is dropped.
 		return false

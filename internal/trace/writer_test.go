@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -233,5 +234,69 @@ func TestWriterRecyclesOwnersOnceWritten(t *testing.T) {
 	require.Len(t, back, n, "each owner handed back once")
 	for i, seq := range back {
 		require.Equal(t, uint64(i+1), seq)
+	}
+}
+
+// TestWriterKeepsOrderAroundItsRing adds far more lines than a small
+// queue (three lines, so its ring wraps on every few lines and the
+// writer frees fewer than releaseEvery at a time), each waiting for
+// room: every line is written once, in the order added, and the queue
+// ends empty.
+func TestWriterKeepsOrderAroundItsRing(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	w, err := trace.NewWriter(trace.WriterConfig{Path: path, Buffer: 3})
+	require.NoError(t, err)
+	const n = 1000
+	for i := uint64(1); i <= n; i++ {
+		require.True(t, w.AddWait(decision(i)))
+	}
+	require.NoError(t, w.Close())
+	assert.EqualValues(t, n, w.Written())
+	assert.Zero(t, w.Dropped())
+	assert.Zero(t, w.QueuedBytes())
+	lines := readLines(t, path)
+	require.Len(t, lines, n+1)
+	for i, l := range lines[1:] {
+		require.Equal(t, uint64(i+1), l.Order)
+	}
+}
+
+// TestWriterTakesLinesFromManyGoroutines has eight goroutines add lines
+// at once through a small queue (sixteen lines), each waiting for room:
+// every line is written once, and each goroutine's lines reach the file
+// in the order it added them.
+func TestWriterTakesLinesFromManyGoroutines(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	w, err := trace.NewWriter(trace.WriterConfig{Path: path, Buffer: 16})
+	require.NoError(t, err)
+	const adders, each = 8, 500
+	var wg sync.WaitGroup
+	for a := range adders {
+		wg.Go(func() {
+			for i := range each {
+				// Order a*each+i+1: the adder is (order-1)/each.
+				if !w.AddWait(decision(uint64(a*each + i + 1))) {
+					t.Errorf("adder %d: line %d refused", a, i)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, w.Close())
+	assert.EqualValues(t, adders*each, w.Written())
+	assert.Zero(t, w.Dropped())
+	lines := readLines(t, path)
+	require.Len(t, lines, adders*each+1)
+	var last [adders]uint64
+	for _, l := range lines[1:] {
+		a := (l.Order - 1) / each
+		require.Greater(t, l.Order, last[a], "adder %d's lines out of order", a)
+		last[a] = l.Order
+	}
+	for a, o := range last {
+		assert.EqualValues(t, (a+1)*each, o, "adder %d's last line", a)
 	}
 }
