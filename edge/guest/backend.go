@@ -87,7 +87,7 @@ type Backend struct {
 
 	// runs keeps the run states of instances that closed cleanly, for
 	// the next activations (run.go); memories keeps their linear
-	// memories' arrays, cleared (memory.go).
+	// memories' arrays, cleared (run.go, memoryPool).
 	runs     sync.Pool
 	memories memoryPool
 }

@@ -69,7 +69,7 @@
 // activations holds no guest's data: a run's module configuration and
 // fuel clock (run.go), and the arrays of ended guests' linear memories
 // of at most [RetainedMemoryBytes], cleared over every byte a guest could
-// reach before the next guest starts in one (memory.go; see
+// reach before the next guest starts in one (run.go, memoryPool; see
 // TestAGuestNeverSeesAnotherGuestsMemory). Standard input is the request
 // body; standard output, up to Config.MaxResponseBytes, is the response
 // body; standard error is discarded. The guest sees the real wall and

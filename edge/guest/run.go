@@ -6,9 +6,13 @@ import (
 	"crypto/rand"
 	"io"
 	"math"
+	"math/bits"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
 
 	"latent.dev/admission/node/runner"
 )
@@ -86,4 +90,264 @@ func (rs *runState) sleep(ns int64) {
 	case <-t.C:
 	case <-rs.ctx.Done():
 	}
+}
+
+// boundedOutput collects a guest's standard output up to a limit. The
+// first write that would pass it is refused (the guest sees an I/O
+// error), the output so far is discarded, and the guest is interrupted:
+// a response over the bound is a broken response, never a truncated one.
+// Only the instance's goroutine writes to it.
+type boundedOutput struct {
+	limit    int64
+	cancel   context.CancelCauseFunc
+	buffer   []byte
+	overflow bool
+}
+
+// firstOutputBytes is the capacity of a guest's output at its first write
+// (or the write's length, if longer; never past the limit).
+const firstOutputBytes = 64
+
+func (o *boundedOutput) Write(p []byte) (int, error) {
+	if o.overflow || int64(len(p)) > o.limit-int64(len(o.buffer)) {
+		o.overflow = true
+		o.buffer = nil
+		o.cancel(errOutputTooLarge)
+		return 0, errOutputTooLarge
+	}
+	if o.buffer == nil {
+		// One allocation for a short answer written in pieces.
+		o.buffer = make([]byte, 0, min(max(int64(len(p)), firstOutputBytes), o.limit))
+	}
+	o.buffer = append(o.buffer, p...)
+	return len(p), nil
+}
+
+// RetainedMemoryBytes is the largest guest linear memory whose backing
+// array the backend keeps for the next instance once its instance has
+// closed (see memoryPool): a guest that ends with at most this much
+// memory hands its array on, cleared, and the next guest starts in it
+// instead of in a fresh allocation. Larger arrays go back to the
+// collector. The kept arrays are host memory that no grant sees; there
+// are at most as many as guests ran at once, and the collector reclaims
+// them once they stay unused (sync.Pool).
+const RetainedMemoryBytes = 1 << 20
+
+// memoryPool keeps the backing arrays of ended guests' linear memories,
+// each at most RetainedMemoryBytes long and zero from its first byte to
+// its capacity: a guest never sees another guest's bytes.
+type memoryPool struct {
+	pool   sync.Pool
+	reused atomic.Uint64 // arrays handed out again, for the tests
+}
+
+// get is a zero-length array, all zero, of capacity at least want, or nil
+// when none is kept; a kept array that is too short is dropped. box is
+// what held it in the pool, for put to hold the next one in.
+func (p *memoryPool) get(want uint64) (buffer []byte, box *[]byte) {
+	box, _ = p.pool.Get().(*[]byte)
+	if box == nil || uint64(cap(*box)) < want {
+		return nil, box
+	}
+	p.reused.Add(1)
+	buffer, *box = (*box)[:0], nil
+	return buffer, box
+}
+
+// put keeps buffer, a guest memory whose instance has closed, clearing
+// every byte the guest could have reached: its length, which only ever
+// grew. The bytes past it were never handed out since the array was last
+// zero, so the whole array is zero again. box, when not nil, holds it.
+func (p *memoryPool) put(buffer []byte, box *[]byte) {
+	if cap(buffer) == 0 || cap(buffer) > RetainedMemoryBytes {
+		return
+	}
+	clear(buffer)
+	if box == nil {
+		box = new([]byte)
+	}
+	*box = buffer[:0]
+	p.pool.Put(box)
+}
+
+// meteredMemory backs one instance's linear memory and charges its growth
+// to the activation's meter, so the grant's memory bounds the guest to the
+// page: a growth the meter refuses fails, and memory.grow returns -1 to
+// the guest. The initial size was charged before instantiation (charged
+// starts there). Only the instance's goroutine touches it.
+type meteredMemory struct {
+	meter   *runner.Meter
+	pool    *memoryPool // where Allocate takes a kept array from
+	max     uint64      // the most the module's memory type allows
+	charged uint64      // bytes charged to the meter
+	buffer  []byte
+	box     *[]byte // what held a kept array in the pool, for recycle
+	refused bool    // a growth was refused
+	freed   bool    // the instance closed and gave the memory back
+}
+
+// reset readies m for one instance whose initial memory, charged
+// already, is charged bytes.
+func (m *meteredMemory) reset(meter *runner.Meter, pool *memoryPool, charged uint64) {
+	*m = meteredMemory{meter: meter, pool: pool, charged: charged}
+}
+
+// Allocate implements experimental.MemoryAllocator: the instance has one
+// memory (a WASI command's), so it hands out itself. The capacity hint
+// is capped by what was charged: nothing beyond the grant is reserved.
+// A kept array long enough is taken from the pool before a new one is
+// made.
+func (m *meteredMemory) Allocate(capacity, max uint64) experimental.LinearMemory {
+	m.max = max
+	want := min(capacity, m.charged)
+	if m.buffer, m.box = m.pool.get(want); m.buffer == nil {
+		m.buffer = make([]byte, 0, want)
+	}
+	return m
+}
+
+// Reallocate implements experimental.LinearMemory. WebAssembly memory
+// never shrinks, so size is never below the current length.
+func (m *meteredMemory) Reallocate(size uint64) []byte {
+	if size > m.max {
+		return nil
+	}
+	if size > m.charged {
+		if m.meter.GrowMemory(size-m.charged) != nil {
+			m.refused = true
+			return nil
+		}
+		m.charged = size
+	}
+	if size <= uint64(cap(m.buffer)) {
+		// Past the old length the array is zero: a fresh array is, and a
+		// kept one was cleared to its capacity.
+		m.buffer = m.buffer[:size]
+		return m.buffer
+	}
+	// Grow the backing array geometrically, as append does, so a guest
+	// growing page by page costs amortized linear copying; the slack past
+	// size is host memory only (at most as much again as the guest holds,
+	// and never past the module's maximum), never visible to the guest or
+	// charged to it.
+	grown := make([]byte, size, max(size, min(2*uint64(cap(m.buffer)), m.max)))
+	copy(grown, m.buffer)
+	m.buffer = grown
+	return m.buffer
+}
+
+// Free implements experimental.LinearMemory: the instance closed, and its
+// memory goes back to the meter. The array stays with m until recycle.
+func (m *meteredMemory) Free() {
+	m.meter.ShrinkMemory(m.charged)
+	m.charged = 0
+	m.freed = true
+}
+
+// recycle hands the array to the pool, cleared, once the instance has
+// closed cleanly: called on the instance's goroutine after Close
+// returned, so no guest can reach it any more. An array whose instance
+// did not give it back is left to the collector.
+func (m *meteredMemory) recycle() {
+	buffer, box := m.buffer, m.box
+	m.buffer, m.box = nil, nil
+	if m.freed {
+		m.pool.put(buffer, box)
+	}
+}
+
+// DefaultFuelPerMillisecond is the fuel rate when Config names none: one
+// fuel unit per nanosecond of execution time.
+const DefaultFuelPerMillisecond = 1_000_000
+
+// fuelClock meters a guest's execution time as fuel at a fixed rate. It
+// charges the meter once, when the guest stops, and interrupts the guest
+// (through cancel) the moment the time it may run at that rate has
+// passed. A clock is kept with its run state (runState) and started
+// again for each activation; its timer is made once.
+type fuelClock struct {
+	meter     *runner.Meter
+	rate      uint64 // fuel units per millisecond
+	remaining uint64 // the fuel left when the clock started
+	cancel    context.CancelCauseFunc
+	start     time.Time
+	timer     *time.Timer
+	// fired receives once from the timer's function, when its charge and
+	// cancel are done; stop takes it, so that no timer of one activation
+	// reaches into the next.
+	fired chan struct{}
+}
+
+// begin starts metering now. The guest may run until its consumption
+// would exceed the remaining fuel; then the timer charges the meter past
+// the grant (the meter caps it and refuses: fuel exhausted) and cancels.
+// The clock must be stopped (stop) before it begins again.
+func (c *fuelClock) begin(meter *runner.Meter, rate uint64, cancel context.CancelCauseFunc) {
+	c.meter, c.rate, c.cancel = meter, rate, cancel
+	c.remaining = meter.RemainingFuel()
+	c.start = time.Now()
+	after := runTimeFor(c.remaining, rate)
+	if c.timer == nil {
+		c.fired = make(chan struct{}, 1)
+		c.timer = time.AfterFunc(after, c.burnt)
+		return
+	}
+	c.timer.Reset(after)
+}
+
+// burnt is the timer's function: the guest has run out of fuel.
+func (c *fuelClock) burnt() {
+	_ = c.meter.ChargeFuel(c.remaining)
+	_ = c.meter.ChargeFuel(1)
+	c.cancel(errFuelExhausted)
+	c.fired <- struct{}{}
+}
+
+// stop ends metering once the guest has stopped and charges the fuel it
+// burned; a charge over the grant is refused, which tells the runner the
+// guest overran. When the timer has fired, stop waits for its function
+// to finish.
+func (c *fuelClock) stop() {
+	if c.timer.Stop() {
+		_ = c.meter.ChargeFuel(fuelFor(time.Since(c.start), c.rate))
+	} else {
+		<-c.fired
+	}
+	c.meter, c.cancel = nil, nil
+}
+
+// fuelFor is the fuel d of execution costs at rate per millisecond,
+// rounded up, saturating at the largest value.
+func fuelFor(d time.Duration, rate uint64) uint64 {
+	if d <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(d), rate)
+	if hi >= uint64(time.Millisecond) {
+		return math.MaxUint64
+	}
+	q, r := bits.Div64(hi, lo, uint64(time.Millisecond))
+	if r != 0 {
+		if q == math.MaxUint64 {
+			return q
+		}
+		q++
+	}
+	return q
+}
+
+// runTimeFor is the shortest execution time whose fuel exceeds fuel: the
+// moment a guest with fuel left must be stopped. It saturates at the
+// largest duration.
+func runTimeFor(fuel, rate uint64) time.Duration {
+	// fuelFor(t) > fuel  ⟺  t·rate > fuel·10⁶  ⟺  t > ⌊fuel·10⁶ / rate⌋.
+	hi, lo := bits.Mul64(fuel, uint64(time.Millisecond))
+	if hi >= rate {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, rate)
+	if q >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(q + 1)
 }
