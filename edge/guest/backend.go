@@ -174,7 +174,7 @@ func (b *Backend) Close(ctx context.Context) error {
 // input, calls _start under the grant's memory, the context's deadline
 // and the fuel clock, and closes the instance before returning.
 func (b *Backend) Run(ctx context.Context, g *runner.Guest) runner.Exit {
-	if g == nil || g.Meter == nil {
+	if g == nil {
 		return runner.Exit{Kind: runner.ExitPlatformFailure}
 	}
 	m := b.acquire(catalog.DeploymentKey{Tenant: g.Revision.Tenant, Service: g.Revision.Service}, g.Revision.Release)
@@ -225,19 +225,25 @@ func (b *Backend) leave(cell cellpool.CellID, clean bool) {
 	}
 }
 
-// execute runs one instance of m to its end. clean is false when the
-// instance could not be closed cleanly.
+// execute runs one instance of m to its end, metered against g.Budget:
+// the exit carries the fuel the clock burned and the memory's peak, and
+// which of them refused a charge. clean is false when the instance could
+// not be closed cleanly.
 func (b *Backend) execute(ctx context.Context, m *module, g *runner.Guest) (exit runner.Exit, clean bool) {
 	interrupted := runner.Exit{Kind: runner.ExitInterrupted}
-	if g.Meter.GrowMemory(m.minMemory) != nil {
+	if m.minMemory > g.Budget.MemoryBytes {
 		// The module's initial memory alone is over the grant.
-		return interrupted, true
+		return runner.Exit{Kind: runner.ExitInterrupted, MemoryExhausted: true}, true
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rs := b.takeRun()
 	rs.begin(runCtx, cancel, g, b.maxOutput, &b.memories, m.minMemory)
 	defer func() {
+		// The clock has stopped and the instance is closed (or its close
+		// failed): what they metered is final.
+		exit.Fuel, exit.FuelExhausted = rs.fuel.burned, rs.fuel.exhausted
+		exit.PeakMemory, exit.MemoryExhausted = rs.memory.peak, rs.memory.refused
 		// Only a run state whose instance closed cleanly is used again:
 		// nothing of that instance can reach it any more.
 		if clean && !b.closing.Load() {
@@ -249,7 +255,7 @@ func (b *Backend) execute(ctx context.Context, m *module, g *runner.Guest) (exit
 	// and wazero, which does not interrupt an instantiation, is not asked
 	// to run _start once the run's context has ended (the module limits
 	// keep an instantiation to milliseconds: see InstanceCeilingBytes).
-	rs.fuel.begin(g.Meter, b.fuelRate, cancel)
+	rs.fuel.begin(g.Budget.CPUFuel, b.fuelRate, cancel)
 	inst, err := b.runtime.InstantiateModule(experimental.WithMemoryAllocator(runCtx, &rs.memory), m.compiled, rs.config)
 	if err == nil && runCtx.Err() != nil {
 		rs.fuel.stop()
@@ -270,7 +276,7 @@ func (b *Backend) execute(ctx context.Context, m *module, g *runner.Guest) (exit
 	}
 	_, err = inst.ExportedFunction("_start").Call(runCtx)
 	rs.fuel.stop()
-	// Closing frees the memory, which hands it back to the meter.
+	// Closing frees the memory.
 	clean = inst.Close(context.WithoutCancel(ctx)) == nil
 	if b.closing.Load() {
 		// The backend's Close may have ended the guest; what it said
@@ -296,7 +302,7 @@ func (b *Backend) exit(runCtx context.Context, err error, memory *meteredMemory,
 		return runner.Exit{Kind: runner.ExitTrapped}
 	case runCtx.Err() != nil && isExit && closedByContext(exitErr.ExitCode()):
 		// Deadline, cancellation or fuel: the runner tells them apart
-		// from the meter and the clock.
+		// from the refused charges and the clock.
 		return runner.Exit{Kind: runner.ExitInterrupted}
 	case memory.refused:
 		// The guest died of a refused memory growth, whether it trapped or

@@ -18,7 +18,7 @@ type module struct {
 	digest   Digest
 	compiled wazero.CompiledModule
 	// minMemory is the bytes of linear memory an instance starts with,
-	// charged to the meter before instantiation.
+	// charged against the grant before instantiation.
 	minMemory uint64
 }
 

@@ -58,13 +58,13 @@ func (b *Backend) takeRun() *runState {
 }
 
 // begin readies rs for one activation of g under runCtx, whose initial
-// memory (charged already) is charged bytes.
+// memory (charged already, within the grant) is charged bytes.
 func (rs *runState) begin(runCtx context.Context, cancel context.CancelCauseFunc, g *runner.Guest, maxOutput int64,
 	memories *memoryPool, charged uint64) {
 	rs.ctx = runCtx
 	rs.stdin.Reset(g.Input)
 	rs.out = boundedOutput{limit: maxOutput, cancel: cancel}
-	rs.memory.reset(g.Meter, memories, charged)
+	rs.memory.reset(g.Budget.MemoryBytes, memories, charged)
 }
 
 // end drops what rs holds of the activation that ran, handing its
@@ -171,25 +171,27 @@ func (p *memoryPool) put(buffer []byte, box *[]byte) {
 }
 
 // meteredMemory backs one instance's linear memory and charges its growth
-// to the activation's meter, so the grant's memory bounds the guest to the
-// page: a growth the meter refuses fails, and memory.grow returns -1 to
-// the guest. The initial size was charged before instantiation (charged
-// starts there). Only the instance's goroutine touches it.
+// against the activation's memory grant, so the grant bounds the guest to
+// the page: a growth past it is refused and not recorded, it fails, and
+// memory.grow returns -1 to the guest. The initial size was charged
+// before instantiation (charged starts there). Only the instance's
+// goroutine touches it.
 type meteredMemory struct {
-	meter   *runner.Meter
+	limit   uint64      // the grant's memory
 	pool    *memoryPool // where Allocate takes a kept array from
 	max     uint64      // the most the module's memory type allows
-	charged uint64      // bytes charged to the meter
+	charged uint64      // bytes charged against the grant, until Free
+	peak    uint64      // the most ever charged at once
 	buffer  []byte
 	box     *[]byte // what held a kept array in the pool, for recycle
 	refused bool    // a growth was refused
 	freed   bool    // the instance closed and gave the memory back
 }
 
-// reset readies m for one instance whose initial memory, charged
-// already, is charged bytes.
-func (m *meteredMemory) reset(meter *runner.Meter, pool *memoryPool, charged uint64) {
-	*m = meteredMemory{meter: meter, pool: pool, charged: charged}
+// reset readies m for one instance held to limit bytes, whose initial
+// memory, charged already, is charged bytes.
+func (m *meteredMemory) reset(limit uint64, pool *memoryPool, charged uint64) {
+	*m = meteredMemory{limit: limit, pool: pool, charged: charged, peak: charged}
 }
 
 // Allocate implements experimental.MemoryAllocator: the instance has one
@@ -213,11 +215,12 @@ func (m *meteredMemory) Reallocate(size uint64) []byte {
 		return nil
 	}
 	if size > m.charged {
-		if m.meter.GrowMemory(size-m.charged) != nil {
+		if size > m.limit {
 			m.refused = true
 			return nil
 		}
 		m.charged = size
+		m.peak = max(m.peak, size)
 	}
 	if size <= uint64(cap(m.buffer)) {
 		// Past the old length the array is zero: a fresh array is, and a
@@ -237,9 +240,8 @@ func (m *meteredMemory) Reallocate(size uint64) []byte {
 }
 
 // Free implements experimental.LinearMemory: the instance closed, and its
-// memory goes back to the meter. The array stays with m until recycle.
+// memory is given back. The array stays with m until recycle.
 func (m *meteredMemory) Free() {
-	m.meter.ShrinkMemory(m.charged)
 	m.charged = 0
 	m.freed = true
 }
@@ -260,33 +262,41 @@ func (m *meteredMemory) recycle() {
 // fuel unit per nanosecond of execution time.
 const DefaultFuelPerMillisecond = 1_000_000
 
-// fuelClock meters a guest's execution time as fuel at a fixed rate. It
-// charges the meter once, when the guest stops, and interrupts the guest
-// (through cancel) the moment the time it may run at that rate has
-// passed. A clock is kept with its run state (runState) and started
-// again for each activation; its timer is made once.
+// fuelClock meters a guest's execution time as fuel at a fixed rate
+// against the activation's fuel grant. It charges once, when the guest
+// stops, and interrupts the guest (through cancel) the moment the time it
+// may run at that rate has passed. A clock is kept with its run state
+// (runState) and started again for each activation; its timer is made
+// once.
 type fuelClock struct {
-	meter     *runner.Meter
-	rate      uint64 // fuel units per millisecond
-	remaining uint64 // the fuel left when the clock started
-	cancel    context.CancelCauseFunc
-	start     time.Time
-	timer     *time.Timer
+	rate   uint64 // fuel units per millisecond
+	grant  uint64 // the fuel the guest may burn
+	cancel context.CancelCauseFunc
+	start  time.Time
+	timer  *time.Timer
+	// burned is the fuel charged, at most the grant, and exhausted
+	// whether a charge past the grant was refused (burned then capped at
+	// the grant). The timer's function writes them before it sends on
+	// fired, and stop, which takes fired, writes them otherwise: once
+	// stop returns they are final and the instance's goroutine reads
+	// them.
+	burned    uint64
+	exhausted bool
 	// fired receives once from the timer's function, when its charge and
 	// cancel are done; stop takes it, so that no timer of one activation
 	// reaches into the next.
 	fired chan struct{}
 }
 
-// begin starts metering now. The guest may run until its consumption
-// would exceed the remaining fuel; then the timer charges the meter past
-// the grant (the meter caps it and refuses: fuel exhausted) and cancels.
-// The clock must be stopped (stop) before it begins again.
-func (c *fuelClock) begin(meter *runner.Meter, rate uint64, cancel context.CancelCauseFunc) {
-	c.meter, c.rate, c.cancel = meter, rate, cancel
-	c.remaining = meter.RemainingFuel()
+// begin starts metering now against grant. The guest may run until its
+// consumption would exceed the grant; then the timer charges past it
+// (refused and capped at the grant: fuel exhausted) and cancels. The
+// clock must be stopped (stop) before it begins again.
+func (c *fuelClock) begin(grant, rate uint64, cancel context.CancelCauseFunc) {
+	c.grant, c.rate, c.cancel = grant, rate, cancel
+	c.burned, c.exhausted = 0, false
 	c.start = time.Now()
-	after := runTimeFor(c.remaining, rate)
+	after := runTimeFor(grant, rate)
 	if c.timer == nil {
 		c.fired = make(chan struct{}, 1)
 		c.timer = time.AfterFunc(after, c.burnt)
@@ -297,23 +307,33 @@ func (c *fuelClock) begin(meter *runner.Meter, rate uint64, cancel context.Cance
 
 // burnt is the timer's function: the guest has run out of fuel.
 func (c *fuelClock) burnt() {
-	_ = c.meter.ChargeFuel(c.remaining)
-	_ = c.meter.ChargeFuel(1)
+	c.burned, c.exhausted = c.grant, true
 	c.cancel(errFuelExhausted)
 	c.fired <- struct{}{}
 }
 
 // stop ends metering once the guest has stopped and charges the fuel it
-// burned; a charge over the grant is refused, which tells the runner the
-// guest overran. When the timer has fired, stop waits for its function
-// to finish.
+// burned; a charge over the grant is refused and capped at it, which
+// tells the runner the guest overran. When the timer has fired, stop
+// waits for its function to finish.
 func (c *fuelClock) stop() {
 	if c.timer.Stop() {
-		_ = c.meter.ChargeFuel(fuelFor(time.Since(c.start), c.rate))
+		c.charge(fuelFor(time.Since(c.start), c.rate))
 	} else {
 		<-c.fired
 	}
-	c.meter, c.cancel = nil, nil
+	c.cancel = nil
+}
+
+// charge records n units burned: up to the grant exactly they are
+// charged, past it the charge is refused and the total capped at the
+// grant.
+func (c *fuelClock) charge(n uint64) {
+	if n > c.grant {
+		c.burned, c.exhausted = c.grant, true
+		return
+	}
+	c.burned = n
 }
 
 // fuelFor is the fuel d of execution costs at rate per millisecond,

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"maps"
+	"time"
 
 	"github.com/puzpuzpuz/xsync/v3"
 
@@ -14,22 +15,31 @@ import (
 
 // Guest is what a backend is asked to run: the admitted identity, the
 // obligations it must enforce inside the guest (threading, state model,
-// features, call depth), the cell, the input and the meter.
+// features, call depth), the cell, the input, and the grant the backend
+// meters the guest against.
 type Guest struct {
 	ActivationID string
 	Revision     policy.RevisionIdentity
 	Obligations  core.Obligations
 	Cell         cellpool.CellID
 	Input        []byte
-	Meter        *Meter
+	// Budget is the permit's effective budget, never a fresh allowance:
+	// the backend charges the guest's CPU fuel and memory against
+	// Budget.CPUFuel and Budget.MemoryBytes as it consumes them, refuses
+	// a charge past either, and reports both in its Exit.
+	Budget policy.Budget
+	// Deadline is the permit's, bound at admission and never reset; the
+	// run's context ends at it.
+	Deadline time.Time
 }
 
 // Backend executes guests on cells.
 type Backend interface {
 	// Run executes g on g.Cell and returns only once the guest has
-	// stopped: no guest thread may still touch the cell or the meter.
-	// It stops the guest when ctx ends (deadline or cancellation) or the
-	// meter refuses a charge, and then reports ExitInterrupted.
+	// stopped: no guest thread may still touch the cell. It meters the
+	// guest against g.Budget, stops it when ctx ends (deadline or
+	// cancellation) or a charge is refused, and then reports
+	// ExitInterrupted; the Exit carries what the guest consumed.
 	Run(ctx context.Context, g *Guest) Exit
 	// Reset returns the cell to a clean state after any exit. An error
 	// means the backend cannot vouch for the cell, which the runner then
@@ -42,8 +52,8 @@ type Config struct {
 	// Backends by the name a revision's policy gives (Obligations.Backend).
 	Backends map[string]Backend
 	// Clock measures wall time and judges the deadline; nil is the system
-	// clock. It must be the admission controller's clock, because the
-	// deadline was bound on it.
+	// clock (time.Now, read directly). It must be the admission
+	// controller's clock, because the deadline was bound on it.
 	Clock deadline.Clock
 }
 
@@ -67,9 +77,6 @@ func New(cfg Config) (*Runner, error) {
 		return nil, ErrNoBackend
 	}
 	r := &Runner{backends: maps.Clone(cfg.Backends), clock: cfg.Clock}
-	if r.clock == nil {
-		r.clock = deadline.System{}
-	}
 	for i := range numOutcomes {
 		r.released[i] = xsync.NewCounter()
 		r.quarantined[i] = xsync.NewCounter()
@@ -139,24 +146,45 @@ func (r *Runner) execute(ctx context.Context, exec *core.ExecutionPermit, lease 
 		r.dispose(lease, true, &rep)
 		return rep
 	}
-	meter := newMeter(g.Budget.CPUFuel, g.Budget.MemoryBytes, g.Deadline)
-	guest := &Guest{ActivationID: g.ActivationID, Revision: g.Revision, Obligations: *o, Cell: lease.Cell(),
-		Input: input, Meter: meter}
-	start := r.clock.Now()
+	guest := &Guest{ActivationID: g.ActivationID, Revision: g.Revision, Obligations: *o, Cell: rep.Cell,
+		Input: input, Budget: g.Budget, Deadline: g.Deadline}
+	start := r.now()
 	exit, stopped := runGuest(ctx, backend, guest)
-	end := r.clock.Now()
-	rep.Consumed = meter.consumption(end.Sub(start))
+	end := r.now()
+	metered(&exit, &g.Budget)
+	rep.Consumed = Consumption{CPUFuel: exit.Fuel, PeakMemoryBytes: exit.PeakMemory, WallTime: max(end.Sub(start), 0)}
 	rep.Outcome = PlatformFailure
 	if stopped {
-		rep.Outcome = classify(exit, meter, ctx.Err() != nil, end)
+		rep.Outcome = classify(&exit, g.Deadline, ctx.Err() != nil, end)
 	}
 	if rep.Outcome == Succeeded || rep.Outcome == DeclaredError {
 		rep.Output = exit.Output
 	}
 	// A backend that panicked may have left anything behind; it is not
 	// asked to vouch for the cell.
-	r.dispose(lease, stopped && resetCell(backend, lease.Cell()), &rep)
+	r.dispose(lease, stopped && resetCell(backend, rep.Cell), &rep)
 	return rep
+}
+
+// now is the runner's clock: Config.Clock, or time.Now when it is nil.
+func (r *Runner) now() time.Time {
+	if r.clock == nil {
+		return time.Now()
+	}
+	return r.clock.Now()
+}
+
+// metered holds exit's consumption to the grant, as a meter would: fuel
+// past the grant is capped there and counts as a refused charge, and so
+// does a peak memory past it. A backend that keeps to its contract never
+// reports either.
+func metered(exit *Exit, b *policy.Budget) {
+	if exit.Fuel > b.CPUFuel {
+		exit.Fuel, exit.FuelExhausted = b.CPUFuel, true
+	}
+	if exit.PeakMemory > b.MemoryBytes {
+		exit.PeakMemory, exit.MemoryExhausted = b.MemoryBytes, true
+	}
 }
 
 func (r *Runner) dispose(lease *cellpool.Lease, clean bool, rep *Report) {
@@ -192,4 +220,156 @@ func resetCell(b Backend, cell cellpool.CellID) (clean bool) {
 		}
 	}()
 	return b.Reset(cell) == nil
+}
+
+// ExitKind is how a guest stopped, as its backend saw it.
+type ExitKind uint8
+
+// The exits a backend reports.
+const (
+	// ExitReturned: the guest returned a result.
+	ExitReturned ExitKind = iota + 1
+	// ExitDeclaredError: the guest returned an error its contract declares.
+	ExitDeclaredError
+	// ExitTrapped: the guest trapped (unreachable, bounds, stack...).
+	ExitTrapped
+	// ExitInterrupted: the backend stopped the guest because a charge was
+	// refused or the context ended; the runner works out which.
+	ExitInterrupted
+	// ExitPlatformFailure: the backend itself failed (instantiation, host
+	// error); the guest's result is unknown.
+	ExitPlatformFailure
+)
+
+// Exit is what a backend returns once the guest has stopped: how, and
+// what the guest consumed as the backend metered it against
+// Guest.Budget.
+type Exit struct {
+	Kind   ExitKind
+	Output []byte
+	// Fuel is the CPU fuel the guest burned: at most the grant, which a
+	// charge past it is capped at.
+	Fuel uint64
+	// PeakMemory is the most memory the guest held at once: at most the
+	// grant, since growth past it is refused and not recorded.
+	PeakMemory uint64
+	// FuelExhausted and MemoryExhausted report a refused charge: fuel
+	// past the grant, or memory growth past it. Either refusal is the
+	// backend's signal to stop the guest, though a guest may handle a
+	// refused memory growth and go on.
+	FuelExhausted, MemoryExhausted bool
+}
+
+// Outcome is an activation's terminal outcome.
+type Outcome uint8
+
+// The outcomes. The zero value means the activation never ran (the
+// scheduler dropped it; see the error).
+const (
+	NotRun Outcome = iota
+	Succeeded
+	DeclaredError
+	Trapped
+	DeadlineExceeded
+	FuelExhausted
+	MemoryExhausted
+	Canceled
+	PlatformFailure
+	numOutcomes
+)
+
+// Outcomes lists the terminal outcomes an executed activation can end
+// with, in order (NotRun, which no executed activation has, is left out).
+func Outcomes() []Outcome {
+	out := make([]Outcome, 0, numOutcomes-1)
+	for o := Succeeded; o < numOutcomes; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+var outcomeNames = [numOutcomes]string{"not-run", "succeeded", "declared-error", "trapped", "deadline-exceeded",
+	"fuel-exhausted", "memory-exhausted", "canceled", "platform-failure"}
+
+func (o Outcome) String() string {
+	if o < numOutcomes {
+		return outcomeNames[o]
+	}
+	return "invalid-outcome"
+}
+
+var outcomeErrors = [numOutcomes]error{nil, nil, ErrDeclared, ErrTrapped, ErrDeadlineExceeded, ErrFuelExhausted,
+	ErrMemoryExhausted, ErrCanceled, ErrPlatformFailure}
+
+// Disposition is what became of the cell after the activation.
+type Disposition uint8
+
+// The dispositions.
+const (
+	// NoCell: the activation never held a cell.
+	NoCell Disposition = iota
+	// Released: the backend reset the cell and it is reusable.
+	Released
+	// Quarantined: the cell's state is uncertain and it left usable
+	// capacity.
+	Quarantined
+)
+
+func (d Disposition) String() string {
+	switch d {
+	case NoCell:
+		return "no-cell"
+	case Released:
+		return "released"
+	case Quarantined:
+		return "quarantined"
+	}
+	return "invalid-disposition"
+}
+
+// Consumption is what one execution consumed, finalized when the guest
+// stopped.
+type Consumption struct {
+	CPUFuel         uint64
+	PeakMemoryBytes uint64
+	// WallTime is the time from the start of execution to the guest's
+	// stop. The deadline it is judged against is the permit's, bound at
+	// admission, so queueing time counts against the grant too.
+	WallTime time.Duration
+}
+
+// classify turns a backend's exit into the terminal outcome, judged
+// against its refused charges and the permit's deadline at the moment
+// the guest stopped. A result that arrives at or after the deadline is a
+// deadline outcome whatever the guest said: the grant had run out.
+func classify(exit *Exit, deadline time.Time, canceled bool, stopped time.Time) Outcome {
+	late := !stopped.Before(deadline)
+	fuelOut, memoryOut := exit.FuelExhausted, exit.MemoryExhausted
+	switch exit.Kind {
+	case ExitReturned, ExitDeclaredError, ExitTrapped:
+		switch {
+		case fuelOut:
+			// The backend ignored a refused charge; the guest overran.
+			return FuelExhausted
+		case late:
+			return DeadlineExceeded
+		case exit.Kind == ExitReturned:
+			return Succeeded
+		case exit.Kind == ExitDeclaredError:
+			return DeclaredError
+		}
+		return Trapped
+	case ExitInterrupted:
+		switch {
+		case fuelOut:
+			return FuelExhausted
+		case late:
+			return DeadlineExceeded
+		case memoryOut:
+			return MemoryExhausted
+		case canceled:
+			return Canceled
+		}
+	}
+	return PlatformFailure
 }

@@ -76,7 +76,7 @@ func TestAccountingStartsFromThePermit(t *testing.T) {
 	var fuel uint64
 	b := synthetic.New(func(g *runner.Guest) synthetic.Behavior {
 		seen = *g
-		fuel = g.Meter.RemainingFuel()
+		fuel = g.Budget.CPUFuel
 		return synthetic.Behavior{Fuel: 700, Memory: 4000, Output: []byte("out")}
 	})
 	r, _ := runner.New(runner.Config{Backends: map[string]runner.Backend{"wasm": b}})
@@ -85,7 +85,7 @@ func TestAccountingStartsFromThePermit(t *testing.T) {
 	if err != nil || rep.Outcome != runner.Succeeded || string(rep.Output) != "out" {
 		t.Fatalf("report %+v, %v", rep, err)
 	}
-	if fuel != 777 || !seen.Meter.Deadline().Equal(deadline) || seen.Obligations.CellClass != policy.Tiny ||
+	if fuel != 777 || !seen.Deadline.Equal(deadline) || seen.Obligations.CellClass != policy.Tiny ||
 		seen.Obligations.Backend != "wasm" || string(seen.Input) != "in" || seen.Cell != rep.Cell {
 		t.Fatalf("guest %+v, fuel %d", seen, fuel)
 	}
@@ -103,6 +103,26 @@ func TestAccountingStartsFromThePermit(t *testing.T) {
 // TestObligationsAreEnforced: a permit is never run on a backend or a
 // cell class other than the one admitted; the guest does not start and
 // the untouched cell goes back.
+// backwards is a clock that runs backwards: each reading is a second
+// before the last.
+type backwards struct{ t time.Time }
+
+func (c *backwards) Now() time.Time                  { c.t = c.t.Add(-time.Second); return c.t }
+func (c *backwards) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// TestWallTimeIsNeverNegative: a clock that went backwards between the
+// run's start and end reports no wall time, not a negative one.
+func TestWallTimeIsNeverNegative(t *testing.T) {
+	n, pool, _ := setup(t)
+	exec, lease := started(t, n, pool, nodetest.Ask{}, policy.Tiny)
+	r, _ := runner.New(runner.Config{Backends: map[string]runner.Backend{"wasm": synthetic.New(nil)},
+		Clock: &backwards{t: time.Now().Add(time.Hour)}})
+	rep, err := run(t, r, exec, lease)
+	if rep.Consumed.WallTime != 0 {
+		t.Fatalf("wall time %v after the clock went backwards (report %+v, %v)", rep.Consumed.WallTime, rep, err)
+	}
+}
+
 func TestObligationsAreEnforced(t *testing.T) {
 	tests := []struct {
 		name     string

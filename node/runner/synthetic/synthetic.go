@@ -93,22 +93,32 @@ func (b *Backend) Run(ctx context.Context, g *runner.Guest) runner.Exit {
 }
 
 func (b *Backend) follow(ctx context.Context, g *runner.Guest, beh *Behavior) runner.Exit {
-	interrupted := runner.Exit{Kind: runner.ExitInterrupted}
-	if beh.Memory > 0 && g.Meter.GrowMemory(beh.Memory) != nil {
-		return interrupted
+	// Charged against the grant as a backend meters: memory growth past
+	// it is refused and not recorded, fuel past it is capped there.
+	var used runner.Exit
+	interrupted := func() runner.Exit {
+		used.Kind = runner.ExitInterrupted
+		return used
 	}
-	if beh.Fuel > 0 && g.Meter.ChargeFuel(beh.Fuel) != nil {
-		return interrupted
+	if beh.Memory > g.Budget.MemoryBytes {
+		used.MemoryExhausted = true
+		return interrupted()
 	}
+	used.PeakMemory = beh.Memory
+	if beh.Fuel > g.Budget.CPUFuel {
+		used.Fuel, used.FuelExhausted = g.Budget.CPUFuel, true
+		return interrupted()
+	}
+	used.Fuel = beh.Fuel
 	if beh.Block {
 		<-ctx.Done()
-		return interrupted
+		return interrupted()
 	}
 	if beh.Hold != nil {
 		select {
 		case <-beh.Hold:
 		case <-ctx.Done():
-			return interrupted
+			return interrupted()
 		}
 	}
 	if beh.Duration > 0 {
@@ -117,14 +127,15 @@ func (b *Backend) follow(ctx context.Context, g *runner.Guest, beh *Behavior) ru
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			return interrupted
+			return interrupted()
 		}
 	}
 	kind := beh.Exit
 	if kind == 0 {
 		kind = runner.ExitReturned
 	}
-	return runner.Exit{Kind: kind, Output: beh.Output}
+	used.Kind, used.Output = kind, beh.Output
+	return used
 }
 
 func (b *Backend) enter(cell cellpool.CellID) {

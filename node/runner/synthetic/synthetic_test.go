@@ -22,7 +22,7 @@ func TestReusingAnUncertainCellIsAViolation(t *testing.T) {
 	b := synthetic.New(func(g *runner.Guest) synthetic.Behavior {
 		return synthetic.Behavior{UncertainCleanup: string(g.Input) == "dirty"}
 	})
-	// The runner hands the backend a meter; this test uses none of it.
+	// The runner hands the backend a budget; this guest charges nothing.
 	b.Run(context.Background(), &runner.Guest{Cell: cell, Input: []byte("dirty")})
 	if err := b.Reset(cell); !errors.Is(err, synthetic.ErrUncertainCleanup) {
 		t.Fatalf("reset: %v", err)
