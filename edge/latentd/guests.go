@@ -81,12 +81,17 @@ type WasmConfig struct {
 	MaxMemoryBytes uint64
 }
 
-// WasmGuests are Guests on edge/guest: its artifact store and its wazero
-// backend.
+// WasmGuests are Guests on edge/guest: its wazero backend, whose Hold,
+// Undeploy and Close are the Guests' own (promoted, so an invocation's
+// hold calls the backend with no hop between), and its artifact store.
 type WasmGuests struct {
-	store   *guest.Store
-	backend *guest.Backend
+	*wasmBackend
+	store *guest.Store
 }
+
+// wasmBackend names the embedded backend so that the field stays
+// unexported.
+type wasmBackend = guest.Backend
 
 // NewWasmGuests opens the artifact store and builds the backend.
 func NewWasmGuests(ctx context.Context, cfg WasmConfig) (*WasmGuests, error) {
@@ -99,29 +104,21 @@ func NewWasmGuests(ctx context.Context, cfg WasmConfig) (*WasmGuests, error) {
 	if err != nil {
 		return nil, fmt.Errorf("latentd: guests: %w", err)
 	}
-	return &WasmGuests{store: store, backend: backend}, nil
+	return &WasmGuests{wasmBackend: backend, store: store}, nil
 }
 
 // Backends is the wazero backend under WasmBackend.
 func (g *WasmGuests) Backends() map[string]runner.Backend {
-	return map[string]runner.Backend{WasmBackend: g.backend}
+	return map[string]runner.Backend{WasmBackend: g.wasmBackend}
 }
 
 // Prepare compiles d's artifacts (guest.Backend.Prepare).
 func (g *WasmGuests) Prepare(ctx context.Context, d catalog.Deployment) (Prepared, error) {
-	p, err := g.backend.Prepare(ctx, d)
+	p, err := g.wasmBackend.Prepare(ctx, d)
 	if err != nil {
 		return nil, err
 	}
 	return wasmPrepared{p}, nil
-}
-
-// Undeploy drops d's modules.
-func (g *WasmGuests) Undeploy(tenant, service string) { g.backend.Undeploy(tenant, service) }
-
-// Hold keeps a release runnable (guest.Backend.Hold).
-func (g *WasmGuests) Hold(tenant, service, release string) (func(), bool) {
-	return g.backend.Hold(tenant, service, release)
 }
 
 // wasmPrepared is a guest.Prepared as a Prepared.
@@ -145,6 +142,3 @@ func (g *WasmGuests) PutArtifact(hexDigest string, content io.Reader) error {
 	}
 	return g.store.Put(d, content)
 }
-
-// Close closes the runtime and its compiled modules.
-func (g *WasmGuests) Close(ctx context.Context) error { return g.backend.Close(ctx) }
