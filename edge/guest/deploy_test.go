@@ -237,7 +237,8 @@ func startOn(t *testing.T, b *guest.Backend, d catalog.Deployment, a ask) (func(
 		ctx, cancel := context.WithDeadline(context.Background(), exec.Grant().Deadline)
 		defer cancel()
 		act := r.NewActivation([]byte(a.input))
-		act.Run(ctx, exec, lease)
+		grant := exec.Grant()
+		act.Run(ctx, &grant, lease)
 		exec.Release() // the scheduler's, once Run returns
 		act.End(nil)
 		rep, _ := act.Wait(context.Background())
@@ -330,7 +331,8 @@ func TestCancellingTheActivationInterruptsTheGuest(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	act := r.NewActivation([]byte("!loop"))
-	act.Run(ctx, exec, lease)
+	grant := exec.Grant()
+	act.Run(ctx, &grant, lease)
 	exec.Release() // the scheduler's, once Run returns
 	act.End(nil)
 	rep, err := act.Wait(context.Background())

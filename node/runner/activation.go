@@ -40,12 +40,13 @@ type Activation struct {
 
 // Run executes the activation; it is the scheduler's Job.Run. When it
 // returns, the guest has stopped, accounting is final and the cell has
-// been released or quarantined; exec is the scheduler's to release.
-func (a *Activation) Run(ctx context.Context, exec *core.ExecutionPermit, lease *cellpool.Lease) {
+// been released or quarantined. grant is the permit's; the execution
+// permit is the scheduler's to release.
+func (a *Activation) Run(ctx context.Context, grant *core.Grant, lease *cellpool.Lease) {
 	if !a.ran.CompareAndSwap(false, true) {
 		panic("runner: activation run twice")
 	}
-	a.report = a.runner.execute(ctx, exec, lease, a.input)
+	a.report = a.runner.execute(ctx, grant, lease, a.input)
 }
 
 // End tells the caller the outcome; it is the scheduler's Job.End, called

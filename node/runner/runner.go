@@ -129,16 +129,16 @@ func (r *Runner) Count(o Outcome, d Disposition) int64 {
 	return 0
 }
 
-// execute runs one activation to its terminal outcome and disposes of the
-// cell; the caller releases exec afterwards. The order is the point: the
-// guest stops, accounting is finalized, the cell is released or
-// quarantined, and only then may the reservation go.
-func (r *Runner) execute(ctx context.Context, exec *core.ExecutionPermit, lease *cellpool.Lease, input []byte) Report {
-	g := exec.Grant() // one copy: it is built field by field from the permit
+// execute runs one activation of grant g to its terminal outcome and
+// disposes of the cell; the caller releases the execution permit
+// afterwards. The order is the point: the guest stops, accounting is
+// finalized, the cell is released or quarantined, and only then may the
+// reservation go.
+func (r *Runner) execute(ctx context.Context, g *core.Grant, lease *cellpool.Lease, input []byte) Report {
 	o := &g.Obligations
 	rep := Report{Cell: lease.Cell()}
 	backend := r.backends[o.Backend]
-	if backend == nil || lease.Cell().Class != o.CellClass {
+	if backend == nil || rep.Cell.Class != o.CellClass {
 		// Running on another backend or cell class than the one admitted
 		// would break the grant; the guest never started, so the cell is
 		// as clean as it was.

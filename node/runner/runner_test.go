@@ -49,7 +49,8 @@ func setup(t *testing.T) (*nodetest.Node, *cellpool.FixedCellPool, core.Usage) {
 func run(t *testing.T, r *runner.Runner, exec *core.ExecutionPermit, lease *cellpool.Lease) (runner.Report, error) {
 	t.Helper()
 	a := r.NewActivation([]byte("in"))
-	a.Run(context.Background(), exec, lease)
+	grant := exec.Grant()
+	a.Run(context.Background(), &grant, lease)
 	if !exec.Live() {
 		t.Fatal("Run released the execution permit, which is the scheduler's")
 	}

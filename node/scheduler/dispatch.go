@@ -238,7 +238,7 @@ func (s *Scheduler) run(it *item, exec *core.ExecutionPermit, lease *cellpool.Le
 		}
 		exec.Release()
 	}()
-	it.job.Run(it.ctx, exec, lease)
+	it.job.Run(it.ctx, &it.grant, lease)
 }
 
 // finished is called when a taken item's execution is over, whether it

@@ -54,7 +54,7 @@ func (s *Scheduler) Submit(ctx context.Context, permit *core.AdmissionPermit, jo
 	// callback covers both queued cancellation and queued expiry, and the
 	// runner sees the same deadline.
 	runCtx, cancel := context.WithDeadlineCause(ctx, g.Deadline, ErrExpired)
-	it := &item{permit: permit, job: job, ctx: runCtx, cancel: cancel, tenant: g.Revision.Tenant, cell: o.CellClass, queue: rank}
+	it := &item{permit: permit, job: job, grant: g, ctx: runCtx, cancel: cancel, tenant: g.Revision.Tenant, cell: o.CellClass, queue: rank}
 
 	s.mu.Lock()
 	switch {
@@ -210,6 +210,9 @@ const (
 type item struct {
 	permit *core.AdmissionPermit
 	job    Job
+	// grant is the permit's grant, taken once at Submit and handed to
+	// Job.Run by pointer: the job never rebuilds it from the permit.
+	grant core.Grant
 	// ctx is the caller's context bounded by the permit's deadline; the
 	// job runs under it, so running cancellation and the deadline reach
 	// the backend through one channel.

@@ -26,13 +26,14 @@ const DefaultStarvationBound = 8
 type Job interface {
 	// Run executes the activation on the leased cell, on one of the
 	// scheduler's worker goroutines (one activation at a time each), which
-	// the scheduler waits for at Close. exec is the scheduler's:
-	// Run reads the grant and must not release it. The lease is Run's to
+	// the scheduler waits for at Close. grant is the permit's grant,
+	// taken once at Submit; the execution permit itself stays the
+	// scheduler's, which releases it when Run returns. The lease is Run's to
 	// end (release or quarantine) once the guest has stopped and
 	// accounting is final. ctx is the submit context bounded by the
 	// permit's deadline. Should Run return with the lease still held, the
 	// scheduler quarantines the cell (its state is unknown).
-	Run(ctx context.Context, exec *core.ExecutionPermit, lease *cellpool.Lease)
+	Run(ctx context.Context, grant *core.Grant, lease *cellpool.Lease)
 	// End is the last call: the permit has been released, so the
 	// reservation is back. err is nil when Run ran, else why the
 	// activation never ran.
