@@ -13,7 +13,6 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"latent.dev/admission/catalog"
-	"latent.dev/admission/node/cellpool"
 	"latent.dev/admission/node/runner"
 )
 
@@ -76,9 +75,6 @@ type Backend struct {
 	// deployments maps each deployed pair to its release IDs' modules.
 	// Guarded by mu.
 	deployments map[catalog.DeploymentKey]map[string]*module
-	// cells holds the cells with a guest on them now, and those whose
-	// guest's instance did not close cleanly, until Reset. Guarded by mu.
-	cells map[cellpool.CellID]cellState
 	// held keeps releases that admitted activations hold (see Hold) after
 	// their deployment replaced or dropped them; nil until the first
 	// hold. Guarded by mu.
@@ -96,15 +92,6 @@ type cachedModule struct {
 	module *module
 	refs   int
 }
-
-// cellState is a cell's entry in Backend.cells; a cell without one is
-// clean.
-type cellState uint8
-
-const (
-	cellBusy  cellState = iota + 1 // a guest is on it
-	cellDirty                      // its guest's instance did not close cleanly
-)
 
 // New builds a backend: one wazero runtime (compiler where the platform
 // has one, else the interpreter) that closes an instance when its
@@ -149,7 +136,6 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		wasi:        wasi,
 		modules:     map[Digest]*cachedModule{},
 		deployments: map[catalog.DeploymentKey]map[string]*module{},
-		cells:       map[cellpool.CellID]cellState{},
 	}, nil
 }
 
@@ -182,47 +168,12 @@ func (b *Backend) Run(ctx context.Context, g *runner.Guest) runner.Exit {
 		return runner.Exit{Kind: runner.ExitPlatformFailure}
 	}
 	defer b.release(m)
-	b.enter(g.Cell)
-	clean := false
-	defer func() { b.leave(g.Cell, clean) }()
 	exit, clean := b.execute(ctx, m, g)
+	// A cell is clean once its guest's instance closed without error.
+	// Every instance is fresh, so nothing of a guest survives it in the
+	// cell.
+	exit.CellUncertain = !clean
 	return exit
-}
-
-// Reset implements runner.Backend: a cell is clean once its guest's
-// instance closed without error. Every instance is fresh, so nothing of
-// a guest survives it in the cell.
-func (b *Backend) Reset(cell cellpool.CellID) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch b.cells[cell] {
-	case cellBusy:
-		// Reset before the guest stopped: a bug in the caller; the entry
-		// stays for the guest's own exit.
-		return ErrCellUncertain
-	case cellDirty:
-		// The runner quarantines the cell and its replacement has another
-		// ID, so the entry is done with.
-		delete(b.cells, cell)
-		return ErrCellUncertain
-	}
-	return nil
-}
-
-func (b *Backend) enter(cell cellpool.CellID) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.cells[cell] = cellBusy
-}
-
-func (b *Backend) leave(cell cellpool.CellID, clean bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if clean {
-		delete(b.cells, cell)
-	} else {
-		b.cells[cell] = cellDirty
-	}
 }
 
 // execute runs one instance of m to its end, metered against g.Budget:

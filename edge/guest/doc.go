@@ -65,7 +65,7 @@
 //
 // A guest is a WASI command, instantiated fresh for every activation and
 // closed before Run returns, so nothing of one activation survives into
-// the next and Reset has nothing to scrub. What the backend keeps across
+// the next and the cell has nothing to scrub. What the backend keeps across
 // activations holds no guest's data: a run's module configuration and
 // fuel clock (run.go), and the arrays of ended guests' linear memories
 // of at most [RetainedMemoryBytes], cleared over every byte a guest could

@@ -39,9 +39,10 @@
 //
 // # Cell disposition
 //
-// After every exit the backend's Reset decides: nil releases the cell,
-// an error (uncertain cleanup) quarantines it. A backend that panicked in
-// Run or Reset is not asked or trusted, and its cell is quarantined.
+// The backend's Exit decides after every exit: a cell it vouches for is
+// released, one whose state it cannot vouch for ([Exit.CellUncertain])
+// is quarantined. A backend that panicked in Run is not trusted, and its
+// cell is quarantined.
 //
 // # Callers
 //

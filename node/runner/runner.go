@@ -39,12 +39,9 @@ type Backend interface {
 	// stopped: no guest thread may still touch the cell. It meters the
 	// guest against g.Budget, stops it when ctx ends (deadline or
 	// cancellation) or a charge is refused, and then reports
-	// ExitInterrupted; the Exit carries what the guest consumed.
+	// ExitInterrupted; the Exit carries what the guest consumed, and
+	// whether the backend can vouch for the cell's state after it.
 	Run(ctx context.Context, g *Guest) Exit
-	// Reset returns the cell to a clean state after any exit. An error
-	// means the backend cannot vouch for the cell, which the runner then
-	// quarantines.
-	Reset(cell cellpool.CellID) error
 }
 
 // Config configures a runner.
@@ -160,9 +157,9 @@ func (r *Runner) execute(ctx context.Context, g *core.Grant, lease *cellpool.Lea
 	if rep.Outcome == Succeeded || rep.Outcome == DeclaredError {
 		rep.Output = exit.Output
 	}
-	// A backend that panicked may have left anything behind; it is not
-	// asked to vouch for the cell.
-	r.dispose(lease, stopped && resetCell(backend, rep.Cell), &rep)
+	// A backend that panicked may have left anything behind; nothing it
+	// said about the cell can be trusted.
+	r.dispose(lease, stopped && !exit.CellUncertain, &rep)
 	return rep
 }
 
@@ -211,17 +208,6 @@ func runGuest(ctx context.Context, b Backend, g *Guest) (exit Exit, stopped bool
 	return b.Run(ctx, g), true
 }
 
-// resetCell asks the backend to clean the cell; a panic counts as an
-// uncertain cleanup.
-func resetCell(b Backend, cell cellpool.CellID) (clean bool) {
-	defer func() {
-		if recover() != nil {
-			clean = false
-		}
-	}()
-	return b.Reset(cell) == nil
-}
-
 // ExitKind is how a guest stopped, as its backend saw it.
 type ExitKind uint8
 
@@ -258,6 +244,10 @@ type Exit struct {
 	// backend's signal to stop the guest, though a guest may handle a
 	// refused memory growth and go on.
 	FuelExhausted, MemoryExhausted bool
+	// CellUncertain: the backend cannot vouch for the cell's state after
+	// the guest (its cleanup was uncertain), and the runner quarantines
+	// it. False releases the cell for reuse.
+	CellUncertain bool
 }
 
 // Outcome is an activation's terminal outcome.

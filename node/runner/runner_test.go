@@ -156,18 +156,20 @@ func TestObligationsAreEnforced(t *testing.T) {
 	}
 }
 
-// panickyReset is a backend whose cleanup panics.
-type panickyReset struct{}
+// uncertainCell is a backend whose guest returns but which cannot vouch
+// for the cell after it.
+type uncertainCell struct{}
 
-func (panickyReset) Run(context.Context, *runner.Guest) runner.Exit {
-	return runner.Exit{Kind: runner.ExitReturned}
+func (uncertainCell) Run(context.Context, *runner.Guest) runner.Exit {
+	return runner.Exit{Kind: runner.ExitReturned, CellUncertain: true}
 }
-func (panickyReset) Reset(cellpool.CellID) error { panic("reset exploded") }
 
-func TestPanickingResetQuarantines(t *testing.T) {
+// TestUncertainCellQuarantines: the guest's answer stands, and the cell
+// its backend cannot vouch for leaves usable capacity.
+func TestUncertainCellQuarantines(t *testing.T) {
 	n, pool, base := setup(t)
 	exec, lease := started(t, n, pool, nodetest.Ask{}, policy.Tiny)
-	r, _ := runner.New(runner.Config{Backends: map[string]runner.Backend{"wasm": panickyReset{}}})
+	r, _ := runner.New(runner.Config{Backends: map[string]runner.Backend{"wasm": uncertainCell{}}})
 	rep, err := run(t, r, exec, lease)
 	if err != nil || rep.Outcome != runner.Succeeded || rep.Disposition != runner.Quarantined {
 		t.Fatalf("report %+v, %v", rep, err)

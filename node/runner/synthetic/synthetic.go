@@ -2,7 +2,6 @@ package synthetic
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 
@@ -11,10 +10,6 @@ import (
 	"latent.dev/admission/node/cellpool"
 	"latent.dev/admission/node/runner"
 )
-
-// ErrUncertainCleanup is what Reset returns for a cell whose cleanup the
-// behavior declared uncertain.
-var ErrUncertainCleanup = errors.New("synthetic: cell state uncertain after cleanup")
 
 // Behavior is what one synthetic guest does, in order: signal Started,
 // panic if asked, grow memory, burn fuel, wait (Block, Hold, Duration),
@@ -36,8 +31,8 @@ type Behavior struct {
 	Duration time.Duration
 	// Started, if not nil, is called once the guest holds its cell.
 	Started func()
-	// UncertainCleanup makes Reset fail for the cell, so the runner
-	// quarantines it.
+	// UncertainCleanup makes the exit report the cell uncertain
+	// (runner.Exit.CellUncertain), so the runner quarantines it.
 	UncertainCleanup bool
 	// Panic makes the backend panic inside Run.
 	Panic bool
@@ -88,6 +83,7 @@ func (b *Backend) Run(ctx context.Context, g *runner.Guest) runner.Exit {
 		panic("synthetic: injected backend panic")
 	}
 	exit := b.follow(ctx, g, &beh)
+	exit.CellUncertain = beh.UncertainCleanup
 	finished = true
 	return exit
 }
@@ -154,15 +150,6 @@ func (b *Backend) leave(cell cellpool.CellID, uncertain bool) {
 		s.dirty = s.dirty || uncertain
 		return s, !s.dirty
 	})
-}
-
-// Reset fails for a cell whose cleanup was uncertain; the cell stays
-// marked, so a later guest on it is a violation.
-func (b *Backend) Reset(cell cellpool.CellID) error {
-	if s, _ := b.cells.Load(cell); s.dirty {
-		return ErrUncertainCleanup
-	}
-	return nil
 }
 
 // Runs is the number of guests started.
