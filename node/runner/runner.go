@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"maps"
+	"sync/atomic"
 	"time"
 
 	"github.com/puzpuzpuz/xsync/v3"
@@ -208,126 +209,6 @@ func runGuest(ctx context.Context, b Backend, g *Guest) (exit Exit, stopped bool
 	return b.Run(ctx, g), true
 }
 
-// ExitKind is how a guest stopped, as its backend saw it.
-type ExitKind uint8
-
-// The exits a backend reports.
-const (
-	// ExitReturned: the guest returned a result.
-	ExitReturned ExitKind = iota + 1
-	// ExitDeclaredError: the guest returned an error its contract declares.
-	ExitDeclaredError
-	// ExitTrapped: the guest trapped (unreachable, bounds, stack...).
-	ExitTrapped
-	// ExitInterrupted: the backend stopped the guest because a charge was
-	// refused or the context ended; the runner works out which.
-	ExitInterrupted
-	// ExitPlatformFailure: the backend itself failed (instantiation, host
-	// error); the guest's result is unknown.
-	ExitPlatformFailure
-)
-
-// Exit is what a backend returns once the guest has stopped: how, and
-// what the guest consumed as the backend metered it against
-// Guest.Budget.
-type Exit struct {
-	Kind   ExitKind
-	Output []byte
-	// Fuel is the CPU fuel the guest burned: at most the grant, which a
-	// charge past it is capped at.
-	Fuel uint64
-	// PeakMemory is the most memory the guest held at once: at most the
-	// grant, since growth past it is refused and not recorded.
-	PeakMemory uint64
-	// FuelExhausted and MemoryExhausted report a refused charge: fuel
-	// past the grant, or memory growth past it. Either refusal is the
-	// backend's signal to stop the guest, though a guest may handle a
-	// refused memory growth and go on.
-	FuelExhausted, MemoryExhausted bool
-	// CellUncertain: the backend cannot vouch for the cell's state after
-	// the guest (its cleanup was uncertain), and the runner quarantines
-	// it. False releases the cell for reuse.
-	CellUncertain bool
-}
-
-// Outcome is an activation's terminal outcome.
-type Outcome uint8
-
-// The outcomes. The zero value means the activation never ran (the
-// scheduler dropped it; see the error).
-const (
-	NotRun Outcome = iota
-	Succeeded
-	DeclaredError
-	Trapped
-	DeadlineExceeded
-	FuelExhausted
-	MemoryExhausted
-	Canceled
-	PlatformFailure
-	numOutcomes
-)
-
-// Outcomes lists the terminal outcomes an executed activation can end
-// with, in order (NotRun, which no executed activation has, is left out).
-func Outcomes() []Outcome {
-	out := make([]Outcome, 0, numOutcomes-1)
-	for o := Succeeded; o < numOutcomes; o++ {
-		out = append(out, o)
-	}
-	return out
-}
-
-var outcomeNames = [numOutcomes]string{"not-run", "succeeded", "declared-error", "trapped", "deadline-exceeded",
-	"fuel-exhausted", "memory-exhausted", "canceled", "platform-failure"}
-
-func (o Outcome) String() string {
-	if o < numOutcomes {
-		return outcomeNames[o]
-	}
-	return "invalid-outcome"
-}
-
-var outcomeErrors = [numOutcomes]error{nil, nil, ErrDeclared, ErrTrapped, ErrDeadlineExceeded, ErrFuelExhausted,
-	ErrMemoryExhausted, ErrCanceled, ErrPlatformFailure}
-
-// Disposition is what became of the cell after the activation.
-type Disposition uint8
-
-// The dispositions.
-const (
-	// NoCell: the activation never held a cell.
-	NoCell Disposition = iota
-	// Released: the backend reset the cell and it is reusable.
-	Released
-	// Quarantined: the cell's state is uncertain and it left usable
-	// capacity.
-	Quarantined
-)
-
-func (d Disposition) String() string {
-	switch d {
-	case NoCell:
-		return "no-cell"
-	case Released:
-		return "released"
-	case Quarantined:
-		return "quarantined"
-	}
-	return "invalid-disposition"
-}
-
-// Consumption is what one execution consumed, finalized when the guest
-// stopped.
-type Consumption struct {
-	CPUFuel         uint64
-	PeakMemoryBytes uint64
-	// WallTime is the time from the start of execution to the guest's
-	// stop. The deadline it is judged against is the permit's, bound at
-	// admission, so queueing time counts against the grant too.
-	WallTime time.Duration
-}
-
 // classify turns a backend's exit into the terminal outcome, judged
 // against its refused charges and the permit's deadline at the moment
 // the guest stopped. A result that arrives at or after the deadline is a
@@ -363,3 +244,79 @@ func classify(exit *Exit, deadline time.Time, canceled bool, stopped time.Time) 
 	}
 	return PlatformFailure
 }
+
+// Activation is one activation's job and its caller's handle: the
+// scheduler runs it (Run) at most once and ends it (End) once, and the
+// caller waits on it. The caller may stop waiting at any time; that
+// never releases the reservation, which the goroutine running the
+// activation holds until the guest has stopped.
+//
+// An Activation must not be copied after first use.
+type Activation struct {
+	noCopy noCopy
+
+	runner *Runner
+	input  []byte
+	done   chan struct{}
+
+	ran, ended atomic.Bool
+	// report and err are written once, before done is closed.
+	report Report
+	err    error
+}
+
+// Run executes the activation; it is the scheduler's Job.Run. When it
+// returns, the guest has stopped, accounting is final and the cell has
+// been released or quarantined. grant is the permit's; the execution
+// permit is the scheduler's to release.
+func (a *Activation) Run(ctx context.Context, grant *core.Grant, lease *cellpool.Lease) {
+	if !a.ran.CompareAndSwap(false, true) {
+		panic("runner: activation run twice")
+	}
+	a.report = a.runner.execute(ctx, grant, lease, a.input)
+}
+
+// End tells the caller the outcome; it is the scheduler's Job.End, called
+// once the permit was released. err is nil after Run, else why the
+// activation never ran.
+func (a *Activation) End(err error) {
+	if !a.ended.CompareAndSwap(false, true) {
+		panic("runner: activation ended twice")
+	}
+	switch {
+	case err != nil:
+		a.err = err
+	case a.ran.Load():
+		a.err = outcomeErrors[a.report.Outcome]
+	default:
+		a.err = ErrPlatformFailure // ended as run, but never given a cell: a scheduler fault
+	}
+	close(a.done)
+}
+
+// Done is closed when the activation has reached its terminal outcome and
+// its reservation has been returned.
+func (a *Activation) Done() <-chan struct{} { return a.done }
+
+// Wait waits for the terminal outcome or for ctx to end, whichever is
+// first. The error is nil for success, an outcome error from this
+// package, a scheduler error for an activation that never ran, or ctx's
+// cause if the caller stopped waiting (the activation carries on).
+func (a *Activation) Wait(ctx context.Context) (Report, error) {
+	select {
+	case <-a.done:
+		return a.report, a.err
+	case <-ctx.Done():
+		return Report{}, context.Cause(ctx)
+	}
+}
+
+// noCopy makes go vet's copylocks check reject copies of the types that
+// hold it.
+type noCopy struct{}
+
+// Lock is a no-op used by go vet's copylocks check.
+func (*noCopy) Lock() {}
+
+// Unlock is a no-op used by go vet's copylocks check.
+func (*noCopy) Unlock() {}
