@@ -52,6 +52,11 @@ type Config struct {
 // per activation and closes it before returning. It is safe for
 // concurrent use.
 //
+// Its one lock is mu: the fields after it are guarded by it, and
+// releaseLocked is called with it held. The fields before it never change
+// after New, but closing, which is atomic; runs and memories are pools
+// safe for concurrent use.
+//
 // A Backend must not be copied after first use.
 type Backend struct {
 	noCopy noCopy
@@ -88,6 +93,8 @@ type Backend struct {
 	memories memoryPool
 }
 
+// cachedModule is a compiled module in Backend.modules with its
+// references; refs is guarded by Backend.mu.
 type cachedModule struct {
 	module *module
 	refs   int
