@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"io"
 	"math"
 	"math/bits"
@@ -13,9 +14,125 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
 
+	"latent.dev/admission/catalog"
 	"latent.dev/admission/node/runner"
 )
+
+// Run implements runner.Backend: it instantiates the module that g's
+// revision's release names in g's deployment, with g.Input as standard
+// input, calls _start under the grant's memory, the context's deadline
+// and the fuel clock, and closes the instance before returning.
+func (b *Backend) Run(ctx context.Context, g *runner.Guest) runner.Exit {
+	if g == nil {
+		return runner.Exit{Kind: runner.ExitPlatformFailure}
+	}
+	m := b.acquire(catalog.DeploymentKey{Tenant: g.Revision.Tenant, Service: g.Revision.Service}, g.Revision.Release)
+	if m == nil {
+		return runner.Exit{Kind: runner.ExitPlatformFailure}
+	}
+	defer b.release(m)
+	exit, clean := b.execute(ctx, m, g)
+	// A cell is clean once its guest's instance closed without error.
+	// Every instance is fresh, so nothing of a guest survives it in the
+	// cell.
+	exit.CellUncertain = !clean
+	return exit
+}
+
+// execute runs one instance of m to its end, metered against g.Budget:
+// the exit carries the fuel the clock burned and the memory's peak, and
+// which of them refused a charge. clean is false when the instance could
+// not be closed cleanly.
+func (b *Backend) execute(ctx context.Context, m *module, g *runner.Guest) (exit runner.Exit, clean bool) {
+	interrupted := runner.Exit{Kind: runner.ExitInterrupted}
+	if m.minMemory > g.Budget.MemoryBytes {
+		// The module's initial memory alone is over the grant.
+		return runner.Exit{Kind: runner.ExitInterrupted, MemoryExhausted: true}, true
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	rs := b.takeRun()
+	rs.begin(runCtx, cancel, g, b.maxOutput, &b.memories, m.minMemory)
+	defer func() {
+		// The clock has stopped and the instance is closed (or its close
+		// failed): what they metered is final.
+		exit.Fuel, exit.FuelExhausted = rs.fuel.burned, rs.fuel.exhausted
+		exit.PeakMemory, exit.MemoryExhausted = rs.memory.peak, rs.memory.refused
+		// Only a run state whose instance closed cleanly is used again:
+		// nothing of that instance can reach it any more.
+		if clean && !b.closing.Load() {
+			rs.end()
+			b.runs.Put(rs)
+		}
+	}()
+	// Instantiating is part of the activation: its time burns the fuel,
+	// and wazero, which does not interrupt an instantiation, is not asked
+	// to run _start once the run's context has ended (the module limits
+	// keep an instantiation to milliseconds: see InstanceCeilingBytes).
+	rs.fuel.begin(g.Budget.CPUFuel, b.fuelRate, cancel)
+	inst, err := b.runtime.InstantiateModule(experimental.WithMemoryAllocator(runCtx, &rs.memory), m.compiled, rs.config)
+	if err == nil && runCtx.Err() != nil {
+		rs.fuel.stop()
+		return interrupted, inst.Close(context.WithoutCancel(ctx)) == nil
+	}
+	if err != nil {
+		rs.fuel.stop()
+		switch {
+		case rs.memory.refused || runCtx.Err() != nil:
+			return interrupted, true
+		case b.closing.Load():
+			return runner.Exit{Kind: runner.ExitPlatformFailure}, true
+		}
+		// Imports were resolved at deploy and a start section refused, so
+		// what fails here is the module's own initialization (a data or
+		// element segment out of bounds): the guest's fault.
+		return runner.Exit{Kind: runner.ExitTrapped}, true
+	}
+	_, err = inst.ExportedFunction("_start").Call(runCtx)
+	rs.fuel.stop()
+	// Closing frees the memory.
+	clean = inst.Close(context.WithoutCancel(ctx)) == nil
+	if b.closing.Load() {
+		// The backend's Close may have ended the guest; what it said
+		// cannot be trusted.
+		return runner.Exit{Kind: runner.ExitPlatformFailure}, clean
+	}
+	return b.exit(runCtx, err, &rs.memory, &rs.out), clean
+}
+
+// exit turns how _start ended into the runner's exit kind.
+func (b *Backend) exit(runCtx context.Context, err error, memory *meteredMemory, out *boundedOutput) runner.Exit {
+	exitErr, isExit := err.(*sys.ExitError) // as wazero returns it
+	if !isExit && err != nil {
+		isExit = errors.As(err, &exitErr)
+	}
+	switch {
+	case err == nil || (isExit && exitErr.ExitCode() == 0):
+		if out.overflow {
+			return runner.Exit{Kind: runner.ExitTrapped}
+		}
+		return runner.Exit{Kind: runner.ExitReturned, Output: out.buffer}
+	case out.overflow:
+		return runner.Exit{Kind: runner.ExitTrapped}
+	case runCtx.Err() != nil && isExit && closedByContext(exitErr.ExitCode()):
+		// Deadline, cancellation or fuel: the runner tells them apart
+		// from the refused charges and the clock.
+		return runner.Exit{Kind: runner.ExitInterrupted}
+	case memory.refused:
+		// The guest died of a refused memory growth, whether it trapped or
+		// exited (Go's runtime exits 2 when out of memory).
+		return runner.Exit{Kind: runner.ExitInterrupted}
+	case isExit:
+		return runner.Exit{Kind: runner.ExitDeclaredError, Output: out.buffer}
+	}
+	return runner.Exit{Kind: runner.ExitTrapped}
+}
+
+func closedByContext(code uint32) bool {
+	return code == sys.ExitCodeContextCanceled || code == sys.ExitCodeDeadlineExceeded
+}
 
 // runState is what one instance runs with, kept across activations
 // (Backend.runs) so that an activation builds neither its module
