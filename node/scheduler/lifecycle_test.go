@@ -463,3 +463,25 @@ func TestConcurrentSubmitAndCancel(t *testing.T) {
 		t.Fatalf("ran %d dropped %d, stats %+v", ran, dropped, s)
 	}
 }
+
+// TestTheJobGetsThePermitsGrant: Job.Run is handed the grant the
+// scheduler took at Submit, field for field the permit's own.
+func TestTheJobGetsThePermitsGrant(t *testing.T) {
+	r := newRig(t, nil, scheduler.Options{})
+	j := newJob("granted", nil)
+	got := make(chan core.Grant, 1)
+	j.run = func(_ context.Context, g *core.Grant, lease *cellpool.Lease) {
+		got <- *g
+		lease.Release()
+	}
+	p := r.node.Admit(t, nodetest.Ask{Fuel: 777, Memory: 4096, WallTime: 3 * time.Second})
+	want := p.Grant()
+	if err := r.sched.Submit(context.Background(), p, j); err != nil {
+		t.Fatal(err)
+	}
+	if g := <-got; !reflect.DeepEqual(g, want) {
+		t.Fatalf("the job got\n %+v\nwant the permit's\n %+v", g, want)
+	}
+	<-j.ended
+	r.settled(t)
+}
