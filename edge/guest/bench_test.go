@@ -69,6 +69,8 @@ func BenchmarkInvocation(b *testing.B) {
 				act := r.NewActivation(input)
 				grant := exec.Grant()
 				act.Run(context.Background(), &grant, lease)
+				exec.Release() // the scheduler's, once Run returns
+				act.End(nil)
 				if rep, _ := act.Wait(context.Background()); rep.Outcome != runner.Succeeded && bc.route != "trap" {
 					b.Fatalf("outcome %v", rep.Outcome)
 				}
