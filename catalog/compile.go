@@ -20,39 +20,12 @@ type deployment struct {
 	usage      CapacityUse
 }
 
-// linearRoutes is the most routes a deployment finds by comparing names;
-// past it a map is cheaper than the comparisons.
-const linearRoutes = 8
-
-// route returns the route named name, or nil.
-func (d *deployment) route(name string) *route {
-	if d.routeIndex == nil {
-		for i := range d.routes {
-			if d.routes[i].name == name {
-				return &d.routes[i]
-			}
-		}
-		return nil
-	}
-	if i, ok := d.routeIndex[name]; ok {
-		return &d.routes[i]
-	}
-	return nil
-}
-
 type route struct {
 	name       string
 	contract   string
 	function   string
 	revisions  []revision
 	cumulative []uint64 // cumulative[i] = weights of revisions[0..i]
-}
-
-func (r *route) totalWeight() uint64 {
-	if len(r.cumulative) == 0 {
-		return 0
-	}
-	return r.cumulative[len(r.cumulative)-1]
 }
 
 // revision is one revision's small retained record: its identities, its

@@ -124,6 +124,34 @@ func (p *Pin) Resolve(target Target, routingKey string) (*policy.ResolvedRevisio
 	return &r.revision, &r.handle, nil
 }
 
+// linearRoutes is the most routes a deployment finds by comparing names;
+// past it a map is cheaper than the comparisons.
+const linearRoutes = 8
+
+// route returns the route named name, or nil.
+func (d *deployment) route(name string) *route {
+	if d.routeIndex == nil {
+		for i := range d.routes {
+			if d.routes[i].name == name {
+				return &d.routes[i]
+			}
+		}
+		return nil
+	}
+	if i, ok := d.routeIndex[name]; ok {
+		return &d.routes[i]
+	}
+	return nil
+}
+
+// totalWeight is the sum of r's revisions' weights.
+func (r *route) totalWeight() uint64 {
+	if len(r.cumulative) == 0 {
+		return 0
+	}
+	return r.cumulative[len(r.cumulative)-1]
+}
+
 // RevisionPolicy returns the typed policy of rev if the pin holds a
 // deployment of (rev.Tenant, rev.Service) deployed at rev.Generation whose
 // route rev.Route has contract rev.Contract, function rev.Function and a

@@ -262,11 +262,13 @@ func (p *AdmissionPermit) StartExecution() (*ExecutionPermit, error) {
 	var elapsed time.Duration
 	pr := s.provider()
 	elapsed, order, err = s.startTx(pr)
-	switch {
-	case err == nil:
-		s.journalMove(moveStarted, order, elapsed)
-	case err == ErrPermitDeadlineExceeded:
-		s.journalMove(moveStartRefused, order, elapsed)
+	if pr.journal != nil {
+		switch {
+		case err == nil:
+			s.journalMove(moveStarted, order, elapsed)
+		case err == ErrPermitDeadlineExceeded:
+			s.journalMove(moveStartRefused, order, elapsed)
+		}
 	}
 	if err != nil {
 		// A permit released here stays in the young table (or keeps the

@@ -8,13 +8,9 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-	"github.com/tetratelabs/wazero/sys"
 
 	"latent.dev/admission/catalog"
-	"latent.dev/admission/node/cellpool"
-	"latent.dev/admission/node/runner"
 )
 
 // DefaultMaxModules is the compiled-module cache's capacity when Config
@@ -53,6 +49,11 @@ type Config struct {
 // per activation and closes it before returning. It is safe for
 // concurrent use.
 //
+// Its one lock is mu: the fields after it are guarded by it, and
+// releaseLocked is called with it held. The fields before it never change
+// after New, but closing, which is atomic; runs and memories are pools
+// safe for concurrent use.
+//
 // A Backend must not be copied after first use.
 type Backend struct {
 	noCopy noCopy
@@ -76,9 +77,6 @@ type Backend struct {
 	// deployments maps each deployed pair to its release IDs' modules.
 	// Guarded by mu.
 	deployments map[catalog.DeploymentKey]map[string]*module
-	// cells holds the cells with a guest on them now, and those whose
-	// guest's instance did not close cleanly, until Reset. Guarded by mu.
-	cells map[cellpool.CellID]cellState
 	// held keeps releases that admitted activations hold (see Hold) after
 	// their deployment replaced or dropped them; nil until the first
 	// hold. Guarded by mu.
@@ -87,24 +85,17 @@ type Backend struct {
 
 	// runs keeps the run states of instances that closed cleanly, for
 	// the next activations (run.go); memories keeps their linear
-	// memories' arrays, cleared (memory.go).
+	// memories' arrays, cleared (run.go, memoryPool).
 	runs     sync.Pool
 	memories memoryPool
 }
 
+// cachedModule is a compiled module in Backend.modules with its
+// references; refs is guarded by Backend.mu.
 type cachedModule struct {
 	module *module
 	refs   int
 }
-
-// cellState is a cell's entry in Backend.cells; a cell without one is
-// clean.
-type cellState uint8
-
-const (
-	cellBusy  cellState = iota + 1 // a guest is on it
-	cellDirty                      // its guest's instance did not close cleanly
-)
 
 // New builds a backend: one wazero runtime (compiler where the platform
 // has one, else the interpreter) that closes an instance when its
@@ -149,7 +140,6 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		wasi:        wasi,
 		modules:     map[Digest]*cachedModule{},
 		deployments: map[catalog.DeploymentKey]map[string]*module{},
-		cells:       map[cellpool.CellID]cellState{},
 	}, nil
 }
 
@@ -167,149 +157,6 @@ func (b *Backend) Close(ctx context.Context) error {
 	b.modules, b.deployments = map[Digest]*cachedModule{}, map[catalog.DeploymentKey]map[string]*module{}
 	b.mu.Unlock()
 	return b.runtime.Close(ctx)
-}
-
-// Run implements runner.Backend: it instantiates the module that g's
-// revision's release names in g's deployment, with g.Input as standard
-// input, calls _start under the grant's memory, the context's deadline
-// and the fuel clock, and closes the instance before returning.
-func (b *Backend) Run(ctx context.Context, g *runner.Guest) runner.Exit {
-	if g == nil || g.Meter == nil {
-		return runner.Exit{Kind: runner.ExitPlatformFailure}
-	}
-	m := b.acquire(catalog.DeploymentKey{Tenant: g.Revision.Tenant, Service: g.Revision.Service}, g.Revision.Release)
-	if m == nil {
-		return runner.Exit{Kind: runner.ExitPlatformFailure}
-	}
-	defer b.release(m)
-	b.enter(g.Cell)
-	clean := false
-	defer func() { b.leave(g.Cell, clean) }()
-	exit, clean := b.execute(ctx, m, g)
-	return exit
-}
-
-// Reset implements runner.Backend: a cell is clean once its guest's
-// instance closed without error. Every instance is fresh, so nothing of
-// a guest survives it in the cell.
-func (b *Backend) Reset(cell cellpool.CellID) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch b.cells[cell] {
-	case cellBusy:
-		// Reset before the guest stopped: a bug in the caller; the entry
-		// stays for the guest's own exit.
-		return ErrCellUncertain
-	case cellDirty:
-		// The runner quarantines the cell and its replacement has another
-		// ID, so the entry is done with.
-		delete(b.cells, cell)
-		return ErrCellUncertain
-	}
-	return nil
-}
-
-func (b *Backend) enter(cell cellpool.CellID) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.cells[cell] = cellBusy
-}
-
-func (b *Backend) leave(cell cellpool.CellID, clean bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if clean {
-		delete(b.cells, cell)
-	} else {
-		b.cells[cell] = cellDirty
-	}
-}
-
-// execute runs one instance of m to its end. clean is false when the
-// instance could not be closed cleanly.
-func (b *Backend) execute(ctx context.Context, m *module, g *runner.Guest) (exit runner.Exit, clean bool) {
-	interrupted := runner.Exit{Kind: runner.ExitInterrupted}
-	if g.Meter.GrowMemory(m.minMemory) != nil {
-		// The module's initial memory alone is over the grant.
-		return interrupted, true
-	}
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	rs := b.takeRun()
-	rs.begin(runCtx, cancel, g, b.maxOutput, &b.memories, m.minMemory)
-	defer func() {
-		// Only a run state whose instance closed cleanly is used again:
-		// nothing of that instance can reach it any more.
-		if clean && !b.closing.Load() {
-			rs.end()
-			b.runs.Put(rs)
-		}
-	}()
-	// Instantiating is part of the activation: its time burns the fuel,
-	// and wazero, which does not interrupt an instantiation, is not asked
-	// to run _start once the run's context has ended (the module limits
-	// keep an instantiation to milliseconds: see InstanceCeilingBytes).
-	rs.fuel.begin(g.Meter, b.fuelRate, cancel)
-	inst, err := b.runtime.InstantiateModule(experimental.WithMemoryAllocator(runCtx, &rs.memory), m.compiled, rs.config)
-	if err == nil && runCtx.Err() != nil {
-		rs.fuel.stop()
-		return interrupted, inst.Close(context.WithoutCancel(ctx)) == nil
-	}
-	if err != nil {
-		rs.fuel.stop()
-		switch {
-		case rs.memory.refused || runCtx.Err() != nil:
-			return interrupted, true
-		case b.closing.Load():
-			return runner.Exit{Kind: runner.ExitPlatformFailure}, true
-		}
-		// Imports were resolved at deploy and a start section refused, so
-		// what fails here is the module's own initialization (a data or
-		// element segment out of bounds): the guest's fault.
-		return runner.Exit{Kind: runner.ExitTrapped}, true
-	}
-	_, err = inst.ExportedFunction("_start").Call(runCtx)
-	rs.fuel.stop()
-	// Closing frees the memory, which hands it back to the meter.
-	clean = inst.Close(context.WithoutCancel(ctx)) == nil
-	if b.closing.Load() {
-		// The backend's Close may have ended the guest; what it said
-		// cannot be trusted.
-		return runner.Exit{Kind: runner.ExitPlatformFailure}, clean
-	}
-	return b.exit(runCtx, err, &rs.memory, &rs.out), clean
-}
-
-// exit turns how _start ended into the runner's exit kind.
-func (b *Backend) exit(runCtx context.Context, err error, memory *meteredMemory, out *boundedOutput) runner.Exit {
-	exitErr, isExit := err.(*sys.ExitError) // as wazero returns it
-	if !isExit && err != nil {
-		isExit = errors.As(err, &exitErr)
-	}
-	switch {
-	case err == nil || (isExit && exitErr.ExitCode() == 0):
-		if out.overflow {
-			return runner.Exit{Kind: runner.ExitTrapped}
-		}
-		return runner.Exit{Kind: runner.ExitReturned, Output: out.buffer}
-	case out.overflow:
-		return runner.Exit{Kind: runner.ExitTrapped}
-	case runCtx.Err() != nil && isExit && closedByContext(exitErr.ExitCode()):
-		// Deadline, cancellation or fuel: the runner tells them apart
-		// from the meter and the clock.
-		return runner.Exit{Kind: runner.ExitInterrupted}
-	case memory.refused:
-		// The guest died of a refused memory growth, whether it trapped or
-		// exited (Go's runtime exits 2 when out of memory).
-		return runner.Exit{Kind: runner.ExitInterrupted}
-	case isExit:
-		return runner.Exit{Kind: runner.ExitDeclaredError, Output: out.buffer}
-	}
-	return runner.Exit{Kind: runner.ExitTrapped}
-}
-
-func closedByContext(code uint32) bool {
-	return code == sys.ExitCodeContextCanceled || code == sys.ExitCodeDeadlineExceeded
 }
 
 // noCopy makes go vet's copylocks check reject copies of the types that

@@ -67,7 +67,10 @@ func BenchmarkInvocation(b *testing.B) {
 					b.Fatal(err)
 				}
 				act := r.NewActivation(input)
-				act.Run(context.Background(), exec, lease)
+				grant := exec.Grant()
+				act.Run(context.Background(), &grant, lease)
+				exec.Release() // the scheduler's, once Run returns
+				act.End(nil)
 				if rep, _ := act.Wait(context.Background()); rep.Outcome != runner.Succeeded && bc.route != "trap" {
 					b.Fatalf("outcome %v", rep.Outcome)
 				}

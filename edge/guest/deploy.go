@@ -156,6 +156,8 @@ func (b *Backend) Undeploy(tenant, service string) {
 }
 
 // heldRelease is one release kept runnable by holds (see Hold).
+// heldRelease is an entry of Backend.held; holds is guarded by
+// Backend.mu.
 type heldRelease struct {
 	module *module // one module reference for the entry
 	holds  int

@@ -197,7 +197,7 @@ func TestAClosedBackendRefusesDeploysAndRuns(t *testing.T) {
 // runOn runs one activation of d's route on backend b through the runner.
 func runOn(t *testing.T, b *guest.Backend, d catalog.Deployment, a ask) runner.Report {
 	t.Helper()
-	run, _ := startOn(t, b, d, a)
+	run := startOn(t, b, d, a)
 	rep, err := run()
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +209,7 @@ func runOn(t *testing.T, b *guest.Backend, d catalog.Deployment, a ask) runner.R
 // function it returns runs it on b through the runner, with the permit's
 // deadline on the context as the scheduler sets it, and may be called
 // from another goroutine. Its error is a permit that was not released.
-func startOn(t *testing.T, b *guest.Backend, d catalog.Deployment, a ask) (func() (runner.Report, error), cellpool.CellID) {
+func startOn(t *testing.T, b *guest.Backend, d catalog.Deployment, a ask) func() (runner.Report, error) {
 	t.Helper()
 	n := newNode(t, d)
 	pool, err := cellpool.New(cellpool.ConfigFromPolicy(n.provider.Policy()))
@@ -237,7 +237,8 @@ func startOn(t *testing.T, b *guest.Backend, d catalog.Deployment, a ask) (func(
 		ctx, cancel := context.WithDeadline(context.Background(), exec.Grant().Deadline)
 		defer cancel()
 		act := r.NewActivation([]byte(a.input))
-		act.Run(ctx, exec, lease)
+		grant := exec.Grant()
+		act.Run(ctx, &grant, lease)
 		exec.Release() // the scheduler's, once Run returns
 		act.End(nil)
 		rep, _ := act.Wait(context.Background())
@@ -245,15 +246,16 @@ func startOn(t *testing.T, b *guest.Backend, d catalog.Deployment, a ask) (func(
 			return rep, errors.New("permit not released")
 		}
 		return rep, nil
-	}, lease.Cell()
+	}
 }
 
-// waitBusy waits until a guest runs on cell: until then Reset says the
-// cell is clean. (Reset of a busy cell changes nothing.) The wait is for
-// the guest's start, which a loaded machine may delay by seconds.
-func waitBusy(t *testing.T, b *guest.Backend, cell cellpool.CellID) {
+// waitBusy waits until a guest has taken its module to run it: until
+// then the modules hold only the references they held before, base. The
+// wait is for the guest's start, which a loaded machine may delay by
+// seconds.
+func waitBusy(t *testing.T, b *guest.Backend, base int) {
 	t.Helper()
-	for start := time.Now(); b.Reset(cell) == nil; time.Sleep(time.Millisecond) {
+	for start := time.Now(); guest.ModuleRefs(b) <= base; time.Sleep(time.Millisecond) {
 		if time.Since(start) > 2*time.Minute {
 			t.Fatal("the guest never started on its cell")
 		}
@@ -290,10 +292,10 @@ func TestUndeployingWhileAGuestRunsKeepsItsModuleUntilItStops(t *testing.T) {
 	if err := b.Deploy(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	run, cell := startOn(t, b, d, ask{route: "spin", fuel: roomyFuel, memory: 1 << 20, wall: 5 * time.Second})
+	run := startOn(t, b, d, ask{route: "spin", fuel: roomyFuel, memory: 1 << 20, wall: 5 * time.Second})
+	base := guest.ModuleRefs(b)
 	done := inBackground(t, run)
-	// The guest has taken its module once it is on its cell.
-	waitBusy(t, b, cell)
+	waitBusy(t, b, base)
 	b.Undeploy("acme", "guests")
 	if b.Modules() != 1 {
 		t.Fatalf("%d modules while a guest runs, want its own kept", b.Modules())
@@ -330,7 +332,8 @@ func TestCancellingTheActivationInterruptsTheGuest(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	act := r.NewActivation([]byte("!loop"))
-	act.Run(ctx, exec, lease)
+	grant := exec.Grant()
+	act.Run(ctx, &grant, lease)
 	exec.Release() // the scheduler's, once Run returns
 	act.End(nil)
 	rep, err := act.Wait(context.Background())
@@ -399,10 +402,10 @@ func TestClosingTheBackendEndsARunningGuestAsAPlatformFailure(t *testing.T) {
 	if err := b.Deploy(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	run, cell := startOn(t, b, d, ask{route: "spin", fuel: roomyFuel, memory: 1 << 20, wall: 20 * time.Second})
+	run := startOn(t, b, d, ask{route: "spin", fuel: roomyFuel, memory: 1 << 20, wall: 20 * time.Second})
+	base := guest.ModuleRefs(b)
 	done := inBackground(t, run)
-	// Reset of a cell whose guest runs says the cell is uncertain.
-	waitBusy(t, b, cell)
+	waitBusy(t, b, base)
 	start := time.Now()
 	if err := b.Close(ctx); err != nil {
 		t.Fatal(err)

@@ -65,11 +65,11 @@
 //
 // A guest is a WASI command, instantiated fresh for every activation and
 // closed before Run returns, so nothing of one activation survives into
-// the next and Reset has nothing to scrub. What the backend keeps across
+// the next and the cell has nothing to scrub. What the backend keeps across
 // activations holds no guest's data: a run's module configuration and
 // fuel clock (run.go), and the arrays of ended guests' linear memories
 // of at most [RetainedMemoryBytes], cleared over every byte a guest could
-// reach before the next guest starts in one (memory.go; see
+// reach before the next guest starts in one (run.go, memoryPool; see
 // TestAGuestNeverSeesAnotherGuestsMemory). Standard input is the request
 // body; standard output, up to Config.MaxResponseBytes, is the response
 // body; standard error is discarded. The guest sees the real wall and
@@ -175,10 +175,11 @@
 // the node's ceiling (Config.MaxMemoryBytes; a module whose initial
 // memory is larger does not compile), and holds each guest to its own
 // grant with a per-instance memory allocator (wazero's experimental
-// MemoryAllocator): the module's initial memory is charged to the
-// runner's Meter before instantiation (over the grant: the guest never
-// starts), and every memory.grow charges the growth; a growth the meter
-// refuses fails, and memory.grow returns -1 to the guest. A guest that
+// MemoryAllocator): the module's initial memory is charged against the
+// grant (runner.Guest.Budget) before instantiation (over the grant: the
+// guest never starts), and every memory.grow charges the growth; a
+// growth past the grant is refused, and memory.grow returns -1 to the
+// guest. The peak and any refusal go back to the runner in the Exit. A guest that
 // handles the refusal may still succeed; one that then traps or exits
 // non-zero (Go's runtime exits 2 when out of memory) ends as
 // memory-exhausted. The host's backing array grows geometrically, so it
@@ -191,10 +192,10 @@
 // as an instruction count: wazero counts no instructions. The clock
 // starts before the instance is made (instantiation is part of the
 // activation's cost, bounded by the module limits) and stops when
-// _start returns; the fuel burnt is charged to the meter then,
-// rounded up. A timer set at the first instant the guest would pass its
-// remaining fuel charges past the grant (the meter caps it at the grant
-// and records the refusal) and interrupts the guest. Caveat: this is
+// _start returns; the fuel burnt is charged then, rounded up, and
+// reported in the Exit. A timer set at the first instant the guest would
+// pass its grant charges past it (capped at the grant, the refusal
+// recorded) and interrupts the guest. Caveat: this is
 // wall-clock time of the guest's goroutine, so time spent waiting for a
 // CPU on a busy node, and in host calls (reading stdin, writing stdout,
 // sleeping), burns fuel too: under load a guest gets less computation

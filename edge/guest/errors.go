@@ -35,9 +35,6 @@ var (
 	ErrTooManyModules = errors.New("guest: compiled module cache is full")
 	// ErrClosed: the backend was closed.
 	ErrClosed = errors.New("guest: backend closed")
-	// ErrCellUncertain: Reset cannot vouch for a cell: a guest is still
-	// on it, or its instance did not close cleanly.
-	ErrCellUncertain = errors.New("guest: cell state uncertain after the guest")
 )
 
 // Errors for a module refused by a limit or a rule, before compiling.

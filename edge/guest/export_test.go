@@ -21,3 +21,15 @@ func ScanModule(binary []byte) (Shape, error) {
 // MemoriesReused is how many guest memories started in an array an
 // earlier guest's memory left (memoryPool).
 func MemoriesReused(b *Backend) uint64 { return b.memories.reused.Load() }
+
+// ModuleRefs is the references the compiled modules hold in all: one per
+// deployed release naming one, one per running guest.
+func ModuleRefs(b *Backend) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, c := range b.modules {
+		n += c.refs
+	}
+	return n
+}

@@ -55,3 +55,54 @@ func TestRunTimeForSaturates(t *testing.T) {
 		t.Fatalf("runTimeFor(max, default) = %v", d)
 	}
 }
+
+// TestFuelChargeHoldsTheGrant: a charge up to the grant exactly is
+// accepted; past it, it is refused and the total capped at the grant,
+// without wrapping.
+func TestFuelChargeHoldsTheGrant(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		n         uint64
+		burned    uint64
+		exhausted bool
+	}{
+		{"a charge that reaches the grant exactly is accepted", 10, 10, false},
+		{"a charge below it is recorded", 4, 4, false},
+		{"a charge past it is refused and capped", 11, 10, true},
+		{"a huge charge does not wrap", math.MaxUint64, 10, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fuelClock{grant: 10}
+			c.charge(tc.n)
+			if c.burned != tc.burned || c.exhausted != tc.exhausted {
+				t.Fatalf("charge(%d): burned %d, exhausted %v; want %d, %v", tc.n, c.burned, c.exhausted, tc.burned, tc.exhausted)
+			}
+		})
+	}
+}
+
+// TestMeteredMemoryHoldsTheGrant: growth up to the grant exactly is
+// accepted and recorded as the peak; growth past it is refused, not
+// recorded, and remembered.
+func TestMeteredMemoryHoldsTheGrant(t *testing.T) {
+	const page = 65536
+	var m meteredMemory
+	m.reset(3*page, &memoryPool{}, page)
+	m.Allocate(page, 10*page)
+	if got := m.Reallocate(page); len(got) != page {
+		t.Fatalf("the initial page: %d bytes", len(got))
+	}
+	if got := m.Reallocate(3 * page); len(got) != 3*page || m.refused {
+		t.Fatalf("growth to the grant exactly: %d bytes, refused %v", len(got), m.refused)
+	}
+	if got := m.Reallocate(4 * page); got != nil || !m.refused {
+		t.Fatalf("growth past the grant: %d bytes, refused %v", len(got), m.refused)
+	}
+	if m.peak != 3*page || m.charged != 3*page {
+		t.Fatalf("peak %d, charged %d after a refused growth; want both %d", m.peak, m.charged, 3*page)
+	}
+	m.Free()
+	if m.peak != 3*page || m.charged != 0 {
+		t.Fatalf("after Free: peak %d, charged %d", m.peak, m.charged)
+	}
+}

@@ -10,7 +10,7 @@ import (
 )
 
 // The backend starts a guest's linear memory in an array that an earlier
-// guest's memory left behind (memory.go, memoryPool), so these guests
+// guest's memory left behind (run.go, memoryPool), so these guests
 // check that no byte of the earlier guest shows.
 var (
 	// secretModule's _start grows its memory from one page to four and

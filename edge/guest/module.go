@@ -13,12 +13,12 @@ import (
 
 // module is one compiled artifact, shared by every deployment that names
 // its digest and by the guests running it. It is immutable; its
-// reference count lives in the Backend, under the Backend's mutex.
+// reference count lives in the Backend, guarded by Backend.mu.
 type module struct {
 	digest   Digest
 	compiled wazero.CompiledModule
 	// minMemory is the bytes of linear memory an instance starts with,
-	// charged to the meter before instantiation.
+	// charged against the grant before instantiation.
 	minMemory uint64
 }
 

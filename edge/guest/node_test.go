@@ -127,7 +127,8 @@ func (n *node) runDirect(t *testing.T, r *runner.Runner, pool *cellpool.FixedCel
 	defer cancel()
 	act := r.NewActivation([]byte(a.input))
 	start := time.Now()
-	act.Run(ctx, exec, lease)
+	grant := exec.Grant()
+	act.Run(ctx, &grant, lease)
 	exec.Release() // the scheduler's, once Run returns
 	act.End(nil)
 	rep, err := act.Wait(context.Background())

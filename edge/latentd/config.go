@@ -103,9 +103,9 @@ type Config struct {
 	// replaces.
 	TLSConfig *tls.Config
 	// AccessLog, when not nil, receives one line per answered request
-	// (observe.go): method, path pattern, the tenant, service and route
-	// once validated, the activation ID, status, outcome or rejection
-	// reason, duration and bytes in and out. Nil logs none.
+	// (answer.go, logAccess): method, path pattern, the tenant, service
+	// and route once validated, the activation ID, status, outcome or
+	// rejection reason, duration and bytes in and out. Nil logs none.
 	AccessLog *slog.Logger
 	// RecordPath, when set, records every admission decision, and what
 	// a replay needs besides (the catalog and its changes, load samples,

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"latent.dev/admission/catalog"
-	"latent.dev/admission/node/cellpool"
 	"latent.dev/admission/node/runner"
 )
 
@@ -218,8 +217,6 @@ func (b gatedBackend) Run(ctx context.Context, guest *runner.Guest) runner.Exit 
 	}
 	return b.inner.Run(ctx, guest)
 }
-
-func (b gatedBackend) Reset(cell cellpool.CellID) error { return b.inner.Reset(cell) }
 
 // Issue 23, item 4: one activation holds the only "small" cell and
 // another waits in the queue for it, both admitted for release 1.0.0;

@@ -42,7 +42,7 @@
 // Usage asks the policy's principal check that invocation asks.
 //
 // Every answer to a request that carries a token is Cache-Control:
-// no-store (observe.go), whichever handler gives it.
+// no-store (answer.go, observe), whichever handler gives it.
 //
 // # What a client can cost
 //

@@ -28,9 +28,13 @@ import (
 // runs admitted guests, the load sampler and the HTTP server in front of
 // them. Build it with New, serve with Serve, end it with Shutdown.
 //
-// Fields up to adminMu never change after New. adminMu serializes deploys
-// and deletes, so views are published in generation order; the current
-// view is an atomic pointer that invocations load without a lock.
+// Fields up to adminMu never change after New, but catalogOpen, which is
+// atomic, and shutdownErr, written once inside shutdownOnce. adminMu
+// guards no field: it serializes deploys and deletes, and each …Locked
+// method of Node is called with it held, so views are published in
+// generation order; the current view is an atomic pointer that
+// invocations load without a lock. The fields after adminMu say how they
+// are shared.
 type Node struct {
 	cfg      Config
 	provider *core.LocalQuotaProvider
@@ -62,10 +66,11 @@ type Node struct {
 	adminMu sync.Mutex
 	view    atomic.Pointer[view] // written under adminMu
 	// status is what the status page keeps: recent outcomes and
-	// rejection samples.
+	// rejection samples. Set by New (routes), never changed; it has its
+	// own lock.
 	status *statusState
 	// tokens is the token set in force: cfg.Tokens until SetTokens
-	// replaces it (a reload).
+	// replaces it (a reload); atomic.
 	tokens atomic.Pointer[Tokens]
 	// reloads counts SetTokens and failed reloads, by result.
 	reloads *prometheus.CounterVec

@@ -34,10 +34,11 @@ type statusState struct {
 	samples    [rejectionSamples]rejectionSample // ring; guarded by mu
 	nextSample int                               // guarded by mu
 	numSample  int                               // guarded by mu
-	// sampledSecond is the Unix second of the newest sample, read
-	// without the lock so requests check it cheaply.
+	// sampledSecond is the Unix second of the newest sample: atomic,
+	// stored with mu held (sampleLocked) and loaded without it, so
+	// requests check it cheaply.
 	sampledSecond atomic.Int64
-	now           func() time.Time
+	now           func() time.Time // set by routes, never changed
 }
 
 // outcomeRecord is one executed activation. Tenant, service and route
@@ -85,6 +86,8 @@ func (st *statusState) maybeSample(now time.Time) {
 	st.sampleLocked(now)
 }
 
+// sampleLocked takes a sample unless one was taken in now's second.
+// Called with st.mu held.
 func (st *statusState) sampleLocked(now time.Time) {
 	sec := now.Unix()
 	if st.sampledSecond.Load() >= sec && st.numSample > 0 {
@@ -109,7 +112,8 @@ func (st *statusState) sampleLocked(now time.Time) {
 }
 
 // baselineLocked is the sample the window is counted from: the newest
-// one at least a window old, or else the oldest one kept.
+// one at least a window old, or else the oldest one kept. Called with
+// st.mu held.
 func (st *statusState) baselineLocked(now time.Time) *rejectionSample {
 	var base *rejectionSample
 	for i := 0; i < st.numSample; i++ {

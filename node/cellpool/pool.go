@@ -2,6 +2,7 @@ package cellpool
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"latent.dev/admission/policy"
@@ -14,6 +15,60 @@ type CellID struct {
 	Class      policy.CellClass
 	Slot       uint32
 	Generation uint32
+}
+
+// Lease states.
+const (
+	leaseHeld uint32 = iota + 1
+	leaseReleased
+	leaseQuarantined
+)
+
+// Lease is the exclusive right to use one cell. Exactly one owner holds
+// it and ends it exactly once: Release when the cell is known to be clean
+// and reusable, Quarantine when its state is uncertain. Only the pool
+// issues live leases; the zero value is inert.
+//
+// A Lease must not be copied after first use.
+type Lease struct {
+	noCopy noCopy
+
+	pool *FixedCellPool
+	cell CellID
+
+	// state changes only under pool.mu (FixedCellPool.mu) and is read
+	// lock-free.
+	state atomic.Uint32
+}
+
+// Cell names the leased cell.
+func (l *Lease) Cell() CellID {
+	if l == nil {
+		return CellID{}
+	}
+	return l.cell
+}
+
+// Held reports whether the lease has not been ended yet.
+func (l *Lease) Held() bool { return l != nil && l.state.Load() == leaseHeld }
+
+// Release returns the cell to the pool for reuse. It reports false, and
+// does nothing, if the lease was already ended or is the zero value.
+func (l *Lease) Release() bool {
+	if !l.Held() {
+		return false
+	}
+	return l.pool.dispose(l, leaseReleased)
+}
+
+// Quarantine removes the cell from usable capacity: the pool never hands
+// it out again until Replenish replaces it. It reports false, and does
+// nothing, if the lease was already ended or is the zero value.
+func (l *Lease) Quarantine() bool {
+	if !l.Held() {
+		return false
+	}
+	return l.pool.dispose(l, leaseQuarantined)
 }
 
 // slotState is where a slot's cell is in its life.
@@ -153,7 +208,7 @@ func (p *FixedCellPool) Replenish(class policy.CellClass) (CellID, error) {
 
 // signalLocked wakes everyone waiting on Changed. A channel nobody was
 // handed cannot have waiters, so it is kept, and a release costs no
-// allocation while nobody watches. Called with mu held.
+// allocation while nobody watches. Called with p.mu held.
 func (p *FixedCellPool) signalLocked() {
 	if !p.watched {
 		return
@@ -204,6 +259,7 @@ func (p *FixedCellPool) Stats(class policy.CellClass) ClassStats {
 	return p.statsLocked(class)
 }
 
+// statsLocked is Stats with p.mu held.
 func (p *FixedCellPool) statsLocked(class policy.CellClass) ClassStats {
 	c := &p.classes[class]
 	configured := uint64(len(c.slots))

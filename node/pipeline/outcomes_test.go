@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"latent.dev/admission/core"
-	"latent.dev/admission/node/cellpool"
 	"latent.dev/admission/node/internal/nodetest"
 	"latent.dev/admission/node/runner"
 	"latent.dev/admission/node/runner/synthetic"
@@ -130,8 +129,6 @@ func (b *slowStop) Run(ctx context.Context, _ *runner.Guest) runner.Exit {
 	<-b.stop
 	return runner.Exit{Kind: runner.ExitInterrupted}
 }
-
-func (b *slowStop) Reset(cellpool.CellID) error { return nil }
 
 // TestCancelledCallerDoesNotReleaseEarly is the design note's rule: a
 // caller that abandons its call while the activation runs gets its

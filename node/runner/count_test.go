@@ -29,7 +29,8 @@ func TestCountIsByOutcomeAndDisposition(t *testing.T) {
 	for _, in := range []string{"ok", "ok", "trap", "dirty"} {
 		exec, lease := started(t, n, pool, nodetest.Ask{}, policy.Tiny)
 		a := r.NewActivation([]byte(in))
-		a.Run(t.Context(), exec, lease)
+		grant := exec.Grant()
+		a.Run(t.Context(), &grant, lease)
 		exec.Release() // as the scheduler does after Run
 		a.End(nil)
 		if _, err := a.Wait(t.Context()); err != nil && in != "trap" {

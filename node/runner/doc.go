@@ -6,13 +6,17 @@
 //
 // # Accounting
 //
-// A [Meter] is initialized from the permit's effective budget: CPU fuel
-// and memory limits are the grant's, and its deadline is the permit's,
-// bound once at admission and never reset at dequeue, so time spent
-// queued counts against the wall-time grant. The backend charges fuel and
-// memory as the guest consumes them; a refused charge is the signal to
-// stop the guest. The deadline reaches the backend as the context's
-// deadline.
+// A backend meters the guest against the permit's effective budget
+// ([Guest.Budget]): CPU fuel and memory limits are the grant's, and the
+// deadline ([Guest.Deadline]) is the permit's, bound once at admission
+// and never reset at dequeue, so time spent queued counts against the
+// wall-time grant. The backend charges fuel and memory as the guest
+// consumes them, where it sees them consumed; a refused charge is the
+// signal to stop the guest. The deadline reaches the backend as the
+// context's deadline. The backend reports what the guest consumed and
+// which charges it refused in its [Exit]; the runner holds the report to
+// the grant (fuel past it is capped and counts as refused) and adds the
+// wall time it measured itself.
 //
 // # Outcomes
 //
@@ -35,9 +39,10 @@
 //
 // # Cell disposition
 //
-// After every exit the backend's Reset decides: nil releases the cell,
-// an error (uncertain cleanup) quarantines it. A backend that panicked in
-// Run or Reset is not asked or trusted, and its cell is quarantined.
+// The backend's Exit decides after every exit: a cell it vouches for is
+// released, one whose state it cannot vouch for ([Exit.CellUncertain])
+// is quarantined. A backend that panicked in Run is not trusted, and its
+// cell is quarantined.
 //
 // # Callers
 //

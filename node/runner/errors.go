@@ -3,9 +3,7 @@ package runner
 import "errors"
 
 // Outcome errors: Activation.Wait returns the one for its outcome (nil
-// for success). The meter returns ErrFuelExhausted and ErrMemoryExhausted
-// to the backend when a charge does not fit the grant. Each is a fixed
-// value; compare with errors.Is.
+// for success). Each is a fixed value; compare with errors.Is.
 var (
 	ErrDeclared         = errors.New("runner: guest returned a declared error")
 	ErrTrapped          = errors.New("runner: guest trapped")

@@ -1,6 +1,20 @@
 package runner
 
-import "time"
+import (
+	"time"
+
+	"latent.dev/admission/node/cellpool"
+)
+
+// Report is an activation's terminal report.
+type Report struct {
+	Outcome     Outcome
+	Disposition Disposition
+	Cell        cellpool.CellID
+	Consumed    Consumption
+	// Output is the guest's result for Succeeded and DeclaredError.
+	Output []byte
+}
 
 // ExitKind is how a guest stopped, as its backend saw it.
 type ExitKind uint8
@@ -13,18 +27,35 @@ const (
 	ExitDeclaredError
 	// ExitTrapped: the guest trapped (unreachable, bounds, stack...).
 	ExitTrapped
-	// ExitInterrupted: the backend stopped the guest because the meter
-	// refused a charge or the context ended; the runner works out which.
+	// ExitInterrupted: the backend stopped the guest because a charge was
+	// refused or the context ended; the runner works out which.
 	ExitInterrupted
 	// ExitPlatformFailure: the backend itself failed (instantiation, host
 	// error); the guest's result is unknown.
 	ExitPlatformFailure
 )
 
-// Exit is what a backend returns once the guest has stopped.
+// Exit is what a backend returns once the guest has stopped: how, and
+// what the guest consumed as the backend metered it against
+// Guest.Budget.
 type Exit struct {
 	Kind   ExitKind
 	Output []byte
+	// Fuel is the CPU fuel the guest burned: at most the grant, which a
+	// charge past it is capped at.
+	Fuel uint64
+	// PeakMemory is the most memory the guest held at once: at most the
+	// grant, since growth past it is refused and not recorded.
+	PeakMemory uint64
+	// FuelExhausted and MemoryExhausted report a refused charge: fuel
+	// past the grant, or memory growth past it. Either refusal is the
+	// backend's signal to stop the guest, though a guest may handle a
+	// refused memory growth and go on.
+	FuelExhausted, MemoryExhausted bool
+	// CellUncertain: the backend cannot vouch for the cell's state after
+	// the guest (its cleanup was uncertain), and the runner quarantines
+	// it. False releases the cell for reuse.
+	CellUncertain bool
 }
 
 // Outcome is an activation's terminal outcome.
@@ -103,40 +134,4 @@ type Consumption struct {
 	// stop. The deadline it is judged against is the permit's, bound at
 	// admission, so queueing time counts against the grant too.
 	WallTime time.Duration
-}
-
-// classify turns a backend's exit into the terminal outcome, judged
-// against the meter and the permit's deadline at the moment the guest
-// stopped. A result that arrives at or after the deadline is a deadline
-// outcome whatever the guest said: the grant had run out.
-func classify(exit Exit, m *Meter, canceled bool, stopped time.Time) Outcome {
-	late := !stopped.Before(m.deadline)
-	fuelOut, memoryOut := m.exhausted()
-	switch exit.Kind {
-	case ExitReturned, ExitDeclaredError, ExitTrapped:
-		switch {
-		case fuelOut:
-			// The backend ignored a refused charge; the guest overran.
-			return FuelExhausted
-		case late:
-			return DeadlineExceeded
-		case exit.Kind == ExitReturned:
-			return Succeeded
-		case exit.Kind == ExitDeclaredError:
-			return DeclaredError
-		}
-		return Trapped
-	case ExitInterrupted:
-		switch {
-		case fuelOut:
-			return FuelExhausted
-		case late:
-			return DeadlineExceeded
-		case memoryOut:
-			return MemoryExhausted
-		case canceled:
-			return Canceled
-		}
-	}
-	return PlatformFailure
 }

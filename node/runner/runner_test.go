@@ -49,7 +49,8 @@ func setup(t *testing.T) (*nodetest.Node, *cellpool.FixedCellPool, core.Usage) {
 func run(t *testing.T, r *runner.Runner, exec *core.ExecutionPermit, lease *cellpool.Lease) (runner.Report, error) {
 	t.Helper()
 	a := r.NewActivation([]byte("in"))
-	a.Run(context.Background(), exec, lease)
+	grant := exec.Grant()
+	a.Run(context.Background(), &grant, lease)
 	if !exec.Live() {
 		t.Fatal("Run released the execution permit, which is the scheduler's")
 	}
@@ -76,7 +77,7 @@ func TestAccountingStartsFromThePermit(t *testing.T) {
 	var fuel uint64
 	b := synthetic.New(func(g *runner.Guest) synthetic.Behavior {
 		seen = *g
-		fuel = g.Meter.RemainingFuel()
+		fuel = g.Budget.CPUFuel
 		return synthetic.Behavior{Fuel: 700, Memory: 4000, Output: []byte("out")}
 	})
 	r, _ := runner.New(runner.Config{Backends: map[string]runner.Backend{"wasm": b}})
@@ -85,7 +86,7 @@ func TestAccountingStartsFromThePermit(t *testing.T) {
 	if err != nil || rep.Outcome != runner.Succeeded || string(rep.Output) != "out" {
 		t.Fatalf("report %+v, %v", rep, err)
 	}
-	if fuel != 777 || !seen.Meter.Deadline().Equal(deadline) || seen.Obligations.CellClass != policy.Tiny ||
+	if fuel != 777 || !seen.Deadline.Equal(deadline) || seen.Obligations.CellClass != policy.Tiny ||
 		seen.Obligations.Backend != "wasm" || string(seen.Input) != "in" || seen.Cell != rep.Cell {
 		t.Fatalf("guest %+v, fuel %d", seen, fuel)
 	}
@@ -103,6 +104,26 @@ func TestAccountingStartsFromThePermit(t *testing.T) {
 // TestObligationsAreEnforced: a permit is never run on a backend or a
 // cell class other than the one admitted; the guest does not start and
 // the untouched cell goes back.
+// backwards is a clock that runs backwards: each reading is a second
+// before the last.
+type backwards struct{ t time.Time }
+
+func (c *backwards) Now() time.Time                  { c.t = c.t.Add(-time.Second); return c.t }
+func (c *backwards) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// TestWallTimeIsNeverNegative: a clock that went backwards between the
+// run's start and end reports no wall time, not a negative one.
+func TestWallTimeIsNeverNegative(t *testing.T) {
+	n, pool, _ := setup(t)
+	exec, lease := started(t, n, pool, nodetest.Ask{}, policy.Tiny)
+	r, _ := runner.New(runner.Config{Backends: map[string]runner.Backend{"wasm": synthetic.New(nil)},
+		Clock: &backwards{t: time.Now().Add(time.Hour)}})
+	rep, err := run(t, r, exec, lease)
+	if rep.Consumed.WallTime != 0 {
+		t.Fatalf("wall time %v after the clock went backwards (report %+v, %v)", rep.Consumed.WallTime, rep, err)
+	}
+}
+
 func TestObligationsAreEnforced(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -135,18 +156,20 @@ func TestObligationsAreEnforced(t *testing.T) {
 	}
 }
 
-// panickyReset is a backend whose cleanup panics.
-type panickyReset struct{}
+// uncertainCell is a backend whose guest returns but which cannot vouch
+// for the cell after it.
+type uncertainCell struct{}
 
-func (panickyReset) Run(context.Context, *runner.Guest) runner.Exit {
-	return runner.Exit{Kind: runner.ExitReturned}
+func (uncertainCell) Run(context.Context, *runner.Guest) runner.Exit {
+	return runner.Exit{Kind: runner.ExitReturned, CellUncertain: true}
 }
-func (panickyReset) Reset(cellpool.CellID) error { panic("reset exploded") }
 
-func TestPanickingResetQuarantines(t *testing.T) {
+// TestUncertainCellQuarantines: the guest's answer stands, and the cell
+// its backend cannot vouch for leaves usable capacity.
+func TestUncertainCellQuarantines(t *testing.T) {
 	n, pool, base := setup(t)
 	exec, lease := started(t, n, pool, nodetest.Ask{}, policy.Tiny)
-	r, _ := runner.New(runner.Config{Backends: map[string]runner.Backend{"wasm": panickyReset{}}})
+	r, _ := runner.New(runner.Config{Backends: map[string]runner.Backend{"wasm": uncertainCell{}}})
 	rep, err := run(t, r, exec, lease)
 	if err != nil || rep.Outcome != runner.Succeeded || rep.Disposition != runner.Quarantined {
 		t.Fatalf("report %+v, %v", rep, err)

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"latent.dev/admission/core"
@@ -61,7 +62,7 @@ type droppedItem struct {
 // (priority with a starvation bound), then the tenant (DRR), then checks
 // the head activation's cancellation and deadline immediately before
 // allocating the cell; a dead one is taken out for dropping and the pick
-// repeats. Called with mu held.
+// repeats. Called with s.mu held.
 func (s *Scheduler) nextLocked(dropped *[]droppedItem) (*item, *cellpool.Lease) {
 	for class := range policy.NumCellClasses {
 		cell := policy.CellClass(class)
@@ -109,7 +110,7 @@ func schedulable(it *item, now time.Time) error {
 // pickRankLocked chooses the queue class to serve for a cell class: the
 // highest-priority class with work, unless a lower class with work has
 // waited through StarvationBound dispatches of higher classes; then the
-// highest-priority such class. Called with mu held.
+// highest-priority such class. Called with s.mu held.
 func (s *Scheduler) pickRankLocked(class int) int {
 	first := -1
 	for rank := range s.queues[class] {
@@ -128,7 +129,7 @@ func (s *Scheduler) pickRankLocked(class int) int {
 }
 
 // servedLocked records a dispatch from rank: every lower class that is
-// waiting has been passed over once more. Called with mu held.
+// waiting has been passed over once more. Called with s.mu held.
 func (s *Scheduler) servedLocked(class, rank int) {
 	s.skipped[class][rank] = 0
 	for lower := rank + 1; lower < len(s.queues[class]); lower++ {
@@ -237,5 +238,100 @@ func (s *Scheduler) run(it *item, exec *core.ExecutionPermit, lease *cellpool.Le
 		}
 		exec.Release()
 	}()
-	it.job.Run(it.ctx, exec, lease)
+	it.job.Run(it.ctx, &it.grant, lease)
+}
+
+// finished is called when a taken item's execution is over, whether it
+// ran or failed to start.
+func (s *Scheduler) finished() {
+	s.mu.Lock()
+	s.executing--
+	s.signalIdleLocked()
+	s.mu.Unlock()
+}
+
+// queueWaitBounds are the upper bounds, inclusive and ascending, of the
+// queue-wait histogram's buckets; a wait above the last falls in the
+// implicit +Inf bucket. They span a dispatch that found a free cell at
+// once to a wait as long as the largest wall-time grant.
+var queueWaitBounds = [...]time.Duration{
+	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond,
+	10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond,
+	time.Second, 2500 * time.Millisecond, 5 * time.Second,
+	10 * time.Second, 30 * time.Second,
+}
+
+// QueueWaitBounds returns the upper bounds of the queue-wait histogram's
+// buckets, ascending; every queue class uses the same ones.
+func QueueWaitBounds() []time.Duration {
+	return append([]time.Duration(nil), queueWaitBounds[:]...)
+}
+
+// waitHistogram is one queue class's histogram of queue waits: a fixed
+// array of atomic bucket counts (not cumulative; the last is +Inf) and the
+// sum. It is recorded without locks or allocation and read at any time.
+type waitHistogram struct {
+	buckets [len(queueWaitBounds) + 1]atomic.Uint64
+	sumNs   atomic.Int64
+}
+
+// observe records one wait; a negative wait (the clock stepped back)
+// counts as zero.
+func (h *waitHistogram) observe(d time.Duration) {
+	d = max(d, 0)
+	i := 0
+	for i < len(queueWaitBounds) && d > queueWaitBounds[i] {
+		i++
+	}
+	h.buckets[i].Add(1)
+	h.sumNs.Add(int64(d))
+}
+
+// QueueWaitHistogram is one queue class's histogram of the time its
+// activations waited, from joining the queue (Submit) to being taken off
+// it onto a leased cell by the dispatcher. Activations dropped from the
+// queue (cancelled, expired, closed) are not in it.
+type QueueWaitHistogram struct {
+	// QueueClass is the queue class's configured name.
+	QueueClass string
+	// Bounds are the buckets' inclusive upper bounds, ascending (see
+	// QueueWaitBounds); the +Inf bucket is implicit.
+	Bounds []time.Duration
+	// Cumulative[i] is the number of waits at most Bounds[i].
+	Cumulative []uint64
+	// Count is the number of waits, the +Inf bucket's cumulative count.
+	Count uint64
+	// Sum is the total of the waits.
+	Sum time.Duration
+}
+
+// snapshot reads the histogram. The buckets are read one by one, so a
+// wait recorded meanwhile may be in some and not others, but Count is the
+// sum of the buckets read, so Cumulative never exceeds it; Sum may be a
+// wait ahead of or behind them.
+func (h *waitHistogram) snapshot(name string) QueueWaitHistogram {
+	out := QueueWaitHistogram{QueueClass: name, Bounds: QueueWaitBounds(), Cumulative: make([]uint64, len(queueWaitBounds))}
+	for i := range h.buckets {
+		out.Count += h.buckets[i].Load()
+		if i < len(out.Cumulative) {
+			out.Cumulative[i] = out.Count
+		}
+	}
+	out.Sum = time.Duration(h.sumNs.Load())
+	return out
+}
+
+// QueueWaits returns a histogram of queue waits per configured queue
+// class, highest priority first. A wait is recorded when the dispatcher
+// takes an activation off its queue onto a cell, measured on the
+// scheduler's clock from Submit; recording it costs a few atomic adds
+// and no allocation, and the histograms' memory is fixed when New builds
+// the scheduler (one per queue class). QueueWaits takes no lock.
+func (s *Scheduler) QueueWaits() []QueueWaitHistogram {
+	out := make([]QueueWaitHistogram, len(s.waits))
+	for rank := range s.waits {
+		out[rank] = s.waits[rank].snapshot(s.queueNames[rank])
+	}
+	return out
 }

@@ -19,8 +19,9 @@
 //     calls StartExecution. If that fails (core has released the permit)
 //     the lease is released, since the cell was never used, and
 //     Job.End is called with the reason.
-//   - Otherwise Job.Run gets the [core.ExecutionPermit] and the lease on a
-//     worker goroutine. Run ends the lease (release or quarantine)
+//   - Otherwise Job.Run gets the permit's [core.Grant] (taken once, at
+//     Submit) and the lease on a worker goroutine, never the
+//     [core.ExecutionPermit], which is the scheduler's. Run ends the lease (release or quarantine)
 //     once the guest has stopped and accounting is final; the permit
 //     stays the scheduler's. When Run returns, the scheduler quarantines
 //     a lease still held (its state is unknown), releases the execution

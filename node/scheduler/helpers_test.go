@@ -97,7 +97,7 @@ type job struct {
 	name string
 	// run, if not nil, replaces the default body (end the lease, then
 	// release the permit).
-	run       func(ctx context.Context, exec *core.ExecutionPermit, lease *cellpool.Lease)
+	run       func(ctx context.Context, grant *core.Grant, lease *cellpool.Lease)
 	started   chan struct{}
 	ended     chan struct{}
 	abandoned chan error
@@ -109,14 +109,14 @@ func newJob(name string, log *dispatchLog) *job {
 	return &job{name: name, log: log, started: make(chan struct{}), ended: make(chan struct{}), abandoned: make(chan error, 1)}
 }
 
-func (j *job) Run(ctx context.Context, exec *core.ExecutionPermit, lease *cellpool.Lease) {
+func (j *job) Run(ctx context.Context, grant *core.Grant, lease *cellpool.Lease) {
 	defer close(j.ended)
 	close(j.started)
 	if j.log != nil {
 		j.log.add(j.name)
 	}
 	if j.run != nil {
-		j.run(ctx, exec, lease)
+		j.run(ctx, grant, lease)
 		return
 	}
 	lease.Release()

@@ -275,7 +275,7 @@ func TestRunningActivationKeepsItsReservation(t *testing.T) {
 	proceed := make(chan struct{})
 	sawCancel := make(chan struct{})
 	j := newJob("running", nil)
-	j.run = func(ctx context.Context, exec *core.ExecutionPermit, lease *cellpool.Lease) {
+	j.run = func(ctx context.Context, grant *core.Grant, lease *cellpool.Lease) {
 		<-ctx.Done()
 		close(sawCancel)
 		<-proceed // the guest takes a while to stop
@@ -304,9 +304,9 @@ func TestRunningActivationKeepsItsReservation(t *testing.T) {
 func TestTheSchedulerReleasesTheExecutionPermitOnceBeforeEnd(t *testing.T) {
 	r := newRig(t, nil, scheduler.Options{})
 	j := newJob("owner", nil)
-	var exec *core.ExecutionPermit
-	j.run = func(_ context.Context, e *core.ExecutionPermit, lease *cellpool.Lease) {
-		exec = e
+	// The job gets the grant, never the execution permit: only the
+	// scheduler can release it.
+	j.run = func(_ context.Context, _ *core.Grant, lease *cellpool.Lease) {
 		lease.Release()
 	}
 	ended := make(chan string, 1)
@@ -314,7 +314,7 @@ func TestTheSchedulerReleasesTheExecutionPermitOnceBeforeEnd(t *testing.T) {
 		switch {
 		case err != nil:
 			ended <- "End(" + err.Error() + ")"
-		case exec.Live():
+		case r.node.Provider.LiveReservations() != 0:
 			ended <- "End(nil) while the execution permit is live"
 		case len(r.node.Provider.Usage().Held()) != 0 || r.node.Provider.LiveReservations() != 0:
 			ended <- "End(nil) before the reservation came back"
@@ -338,7 +338,7 @@ func TestTheSchedulerReleasesTheExecutionPermitOnceBeforeEnd(t *testing.T) {
 func TestLeaseLeftHeldIsQuarantined(t *testing.T) {
 	r := newRig(t, nil, scheduler.Options{})
 	j := newJob("careless", nil)
-	j.run = func(context.Context, *core.ExecutionPermit, *cellpool.Lease) {}
+	j.run = func(context.Context, *core.Grant, *cellpool.Lease) {}
 	r.submit(t, context.Background(), nodetest.Ask{}, j)
 	<-j.ended
 	nodetest.Eventually(t, time.Minute, "the backstop", func() bool { return r.sched.Executing() == 0 })
@@ -357,7 +357,7 @@ func TestCloseDropsQueuedAndWaitsForRunning(t *testing.T) {
 	r := newRig(t, func(p *policy.NodeAdmissionPolicy) { nodetest.Parallelism(p, "tiny", 1) }, scheduler.Options{})
 	proceed := make(chan struct{})
 	running := newJob("running", nil)
-	running.run = func(_ context.Context, exec *core.ExecutionPermit, lease *cellpool.Lease) {
+	running.run = func(_ context.Context, _ *core.Grant, lease *cellpool.Lease) {
 		<-proceed
 		lease.Release()
 	}
@@ -462,4 +462,26 @@ func TestConcurrentSubmitAndCancel(t *testing.T) {
 	if ran+dropped != workers*each || int64(ran) != s.Started || int64(dropped) != s.Canceled+s.Expired {
 		t.Fatalf("ran %d dropped %d, stats %+v", ran, dropped, s)
 	}
+}
+
+// TestTheJobGetsThePermitsGrant: Job.Run is handed the grant the
+// scheduler took at Submit, field for field the permit's own.
+func TestTheJobGetsThePermitsGrant(t *testing.T) {
+	r := newRig(t, nil, scheduler.Options{})
+	j := newJob("granted", nil)
+	got := make(chan core.Grant, 1)
+	j.run = func(_ context.Context, g *core.Grant, lease *cellpool.Lease) {
+		got <- *g
+		lease.Release()
+	}
+	p := r.node.Admit(t, nodetest.Ask{Fuel: 777, Memory: 4096, WallTime: 3 * time.Second})
+	want := p.Grant()
+	if err := r.sched.Submit(context.Background(), p, j); err != nil {
+		t.Fatal(err)
+	}
+	if g := <-got; !reflect.DeepEqual(g, want) {
+		t.Fatalf("the job got\n %+v\nwant the permit's\n %+v", g, want)
+	}
+	<-j.ended
+	r.settled(t)
 }

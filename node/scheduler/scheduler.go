@@ -3,11 +3,9 @@ package scheduler
 import (
 	"cmp"
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/puzpuzpuz/xsync/v3"
 
@@ -28,13 +26,14 @@ const DefaultStarvationBound = 8
 type Job interface {
 	// Run executes the activation on the leased cell, on one of the
 	// scheduler's worker goroutines (one activation at a time each), which
-	// the scheduler waits for at Close. exec is the scheduler's:
-	// Run reads the grant and must not release it. The lease is Run's to
+	// the scheduler waits for at Close. grant is the permit's grant,
+	// taken once at Submit; the execution permit itself stays the
+	// scheduler's, which releases it when Run returns. The lease is Run's to
 	// end (release or quarantine) once the guest has stopped and
 	// accounting is final. ctx is the submit context bounded by the
 	// permit's deadline. Should Run return with the lease still held, the
 	// scheduler quarantines the cell (its state is unknown).
-	Run(ctx context.Context, exec *core.ExecutionPermit, lease *cellpool.Lease)
+	Run(ctx context.Context, grant *core.Grant, lease *cellpool.Lease)
 	// End is the last call: the permit has been released, so the
 	// reservation is back. err is nil when Run ran, else why the
 	// activation never ran.
@@ -83,46 +82,54 @@ type stats struct {
 // goroutine, at most one worker per cell, each kept for the next
 // activation. Close stops and waits for all of them.
 //
-// Fields up to mu never change after New; mu guards the fields after it.
-// Lock order: mu, then the pool's mutex. The ledger mutex (inside permit
-// calls) and Job methods are never entered with mu held.
+// The scheduler has one lock, mu: a method named …Locked is called with
+// mu held, and each field says how it is shared: set by New and never
+// changed after, guarded by mu, owned by the dispatcher goroutine, or
+// atomic. Lock order: mu, then the pool's (cellpool.FixedCellPool.mu).
+// The ledger mutex (inside permit calls) and Job methods are never
+// entered with mu held.
 //
 // A Scheduler must not be copied after first use.
 type Scheduler struct {
 	noCopy noCopy
 
+	// Set by New, never changed after.
 	pool      *cellpool.FixedCellPool
-	clock     deadline.Clock
+	clock     deadline.Clock // nil: time.Now (see now)
 	queueRank map[string]int // queue class name -> rank, 0 the highest priority (Queued asks by name)
 	// rankOf is, by priority (0 to the node's maximum, at most 65,535),
 	// the rank of the queue class that holds it, -1 for one no class
 	// holds: the permit's queue class in one index, without a name.
 	rankOf     []int32
 	queueNames []string        // by rank
-	waits      []waitHistogram // by rank; recorded with atomics, never reallocated
+	waits      []waitHistogram // by rank; the slice never changes, its buckets are atomic
 	bounds     []int           // by rank
 	weights    map[string]uint32
 	starvation int
 	pooled     [policy.NumCellClasses]bool
 	kick       chan struct{} // capacity 1: "look again"
 	closing    chan struct{} // closed by Close: the dispatcher exits
-	stats      stats
+	stats      stats         // xsync counters
 
 	dispatcher sync.WaitGroup // the dispatch loop
 	running    sync.WaitGroup // started activations whose Job.End has not returned
 	watchers   sync.WaitGroup // registered queued-cancellation callbacks
 	workers    sync.WaitGroup // worker goroutines
 	// handoff takes a started activation to an idle worker; maxWorkers
-	// (the pool's cells) bounds the workers, workerCount counts them. The
-	// dispatcher alone reads and writes workerCount; kept mirrors it for
-	// readers on other goroutines ([Scheduler.Workers]).
-	handoff     chan startedItem
-	maxWorkers  int
+	// (the pool's cells, set by New) bounds the workers, workerCount
+	// counts them.
+	handoff    chan startedItem
+	maxWorkers int
+	// workerCount is owned by the dispatcher goroutine (hand), which
+	// alone reads and writes it; no lock.
 	workerCount int
-	kept        atomic.Int64
+	// kept mirrors workerCount, atomically, for readers on other
+	// goroutines ([Scheduler.Workers]).
+	kept atomic.Int64
 
+	// mu guards the fields below it.
 	mu        sync.Mutex
-	idle      sync.Cond                          // L is &mu; broadcast when queued+executing reaches zero
+	idle      sync.Cond                          // idle.L is &mu; broadcast when queued+executing reaches zero
 	accepting bool                               // guarded by mu
 	closed    bool                               // guarded by mu
 	queues    [policy.NumCellClasses][]fairQueue // guarded by mu; [cell][rank]
@@ -170,9 +177,6 @@ func New(c *policy.Compiled, pool *cellpool.FixedCellPool, opts Options) (*Sched
 		stats: stats{xsync.NewCounter(), xsync.NewCounter(), xsync.NewCounter(), xsync.NewCounter(),
 			xsync.NewCounter(), xsync.NewCounter(), xsync.NewCounter(), xsync.NewCounter()},
 	}
-	if s.clock == nil {
-		s.clock = deadline.System{}
-	}
 	if s.starvation == 0 {
 		s.starvation = DefaultStarvationBound
 	}
@@ -213,180 +217,12 @@ func New(c *policy.Compiled, pool *cellpool.FixedCellPool, opts Options) (*Sched
 
 const maxInt = int(^uint(0) >> 1)
 
-// Submit takes ownership of permit with its job, in every case: on a nil
-// error the activation is queued and the scheduler will either start it
-// (Job.Run, then Job.End) or drop it (Job.End with the reason); on an error the permit has been
-// released and job is never called. A permit that is not live is refused
-// with core.ErrPermitNotLive.
-//
-// ctx governs the activation, not the caller's wait: cancelling it while
-// queued drops the activation, cancelling it while running interrupts
-// the guest, whose goroutine still holds the reservation until the guest
-// has stopped.
-func (s *Scheduler) Submit(ctx context.Context, permit *core.AdmissionPermit, job Job) error {
-	if job == nil {
-		panic("scheduler: Submit with a nil job")
-	}
-	if !permit.Live() {
-		s.stats.refused.Inc()
-		return core.ErrPermitNotLive
-	}
-	g := permit.Grant() // one copy: it is built field by field from the permit
-	o := &g.Obligations
-	// The queue class is the one of the policy's classes holding the
-	// permit's priority (admission's step 4), found in one index; a permit
-	// another policy admitted names another class and is refused.
-	rank, ok := s.rankFor(o.Priority)
-	err := error(nil)
-	switch {
-	case !ok || s.queueNames[rank] != o.QueueClass:
-		err = ErrUnknownQueueClass
-	case int(o.CellClass) >= policy.NumCellClasses || !s.pooled[o.CellClass]:
-		err = ErrCellClassNotPooled
-	case ctx.Err() != nil:
-		err = ErrCanceled
-	case permit.EnsureSchedulableAt(s.clock.Now()) != nil:
-		err = ErrExpired
-	}
-	if err != nil {
-		return s.refuse(permit, err)
-	}
-	// The activation's context ends at the permit's deadline, so one
-	// callback covers both queued cancellation and queued expiry, and the
-	// runner sees the same deadline.
-	runCtx, cancel := context.WithDeadlineCause(ctx, g.Deadline, ErrExpired)
-	it := &item{permit: permit, job: job, ctx: runCtx, cancel: cancel, tenant: g.Revision.Tenant, cell: o.CellClass, queue: rank}
-
-	s.mu.Lock()
-	switch {
-	case !s.accepting:
-		err = ErrClosed
-	case s.queued[rank] >= s.bounds[rank]:
-		err = ErrQueueFull
-	}
-	if err != nil {
-		s.mu.Unlock()
-		cancel()
-		return s.refuse(permit, err)
-	}
-	it.queuedAt = s.clock.Now()
-	weight := uint64(1)
-	if w, ok := s.weights[it.tenant]; ok {
-		weight = uint64(w)
-	}
-	s.queues[it.cell][rank].push(it, weight)
-	s.queued[rank]++
-	s.waiting[it.cell]++
-	// Registered under mu so the callback cannot find the item half-queued;
-	// it runs on its own goroutine, so it cannot deadlock on mu here.
-	s.watchers.Add(1)
-	it.stopWatch = context.AfterFunc(runCtx, func() { s.dropQueued(it) })
-	s.stats.submitted.Inc() // before the dispatcher can count it started
-	s.mu.Unlock()
-
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
-	return nil
-}
-
-func (s *Scheduler) refuse(permit *core.AdmissionPermit, err error) error {
-	permit.Release()
-	s.stats.refused.Inc()
-	return err
-}
-
-// dropQueued is the queued-cancellation callback: it runs when the
-// activation's context ends and drops the item if it is still queued.
-func (s *Scheduler) dropQueued(it *item) {
-	defer s.watchers.Done()
-	s.mu.Lock()
-	if it.state != itemQueued {
-		s.mu.Unlock()
-		return
-	}
-	s.takeLocked(it)
-	s.mu.Unlock()
-	err := ErrCanceled
-	if errors.Is(context.Cause(it.ctx), ErrExpired) {
-		err = ErrExpired
-	}
-	s.drop(it, err)
-}
-
-// takeLocked removes a queued item without serving it. Called with mu
-// held.
-func (s *Scheduler) takeLocked(it *item) {
-	q := &s.queues[it.cell][it.queue]
-	q.remove(it)
-	s.dequeuedLocked(it, q)
-}
-
-func (s *Scheduler) dequeuedLocked(it *item, q *fairQueue) {
-	it.state = itemTaken
-	s.queued[it.queue]--
-	s.waiting[it.cell]--
-	if q.length == 0 {
-		s.skipped[it.cell][it.queue] = 0
-	}
-	s.signalIdleLocked()
-}
-
-func (s *Scheduler) signalIdleLocked() {
-	if s.executing == 0 && s.totalQueuedLocked() == 0 {
-		s.idle.Broadcast()
-	}
-}
-
-func (s *Scheduler) totalQueuedLocked() int {
-	n := 0
-	for _, q := range s.queued {
-		n += q
-	}
-	return n
-}
-
-// drop ends a taken item that will never run: the permit is released
-// before the job hears of it, so a caller woken by End sees the
-// reservation already returned.
-func (s *Scheduler) drop(it *item, err error) {
-	it.permit.Release()
-	it.cancel()
-	switch err {
-	case ErrCanceled:
-		s.stats.canceled.Inc()
-	case ErrExpired:
-		s.stats.expired.Inc()
-	case ErrClosed:
-		s.stats.closed.Inc()
-	}
-	it.job.End(err)
-}
-
-// unwatch unregisters the queued-cancellation callback of a taken item.
-// If the callback already started, it finds the item taken and only
-// signs off.
-func (s *Scheduler) unwatch(it *item) {
-	if it.stopWatch() {
-		s.watchers.Done()
-	}
-}
-
 // Stats copies the counters.
 func (s *Scheduler) Stats() Stats {
 	c := &s.stats
 	return Stats{Submitted: c.submitted.Value(), Refused: c.refused.Value(), Canceled: c.canceled.Value(),
 		Expired: c.expired.Value(), Closed: c.closed.Value(), Started: c.started.Value(), Orphaned: c.orphaned.Value(),
 		StartError: c.startError.Value()}
-}
-
-// rankFor is the rank of the queue class holding priority.
-func (s *Scheduler) rankFor(priority uint32) (int, bool) {
-	if uint64(priority) >= uint64(len(s.rankOf)) || s.rankOf[priority] < 0 {
-		return 0, false
-	}
-	return int(s.rankOf[priority]), true
 }
 
 // Queued reports the activations waiting in queue class name.
@@ -459,18 +295,6 @@ func (s *Scheduler) Close() {
 	s.watchers.Wait()
 	s.workers.Wait()
 }
-
-// finished is called when a taken item's execution is over, whether it
-// ran or failed to start.
-func (s *Scheduler) finished() {
-	s.mu.Lock()
-	s.executing--
-	s.signalIdleLocked()
-	s.mu.Unlock()
-}
-
-// now is the clock reading the dispatcher checks deadlines against.
-func (s *Scheduler) now() time.Time { return s.clock.Now() }
 
 // noCopy makes go vet's copylocks check reject copies of the types that
 // hold it.

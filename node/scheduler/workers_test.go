@@ -42,7 +42,7 @@ func TestWorkersAreKeptForTheNextActivation(t *testing.T) {
 	for i := range 3 * cells {
 		j := newJob("sequential-"+strconv.FormatUint(i, 10), nil)
 		var id uint64
-		j.run = func(_ context.Context, _ *core.ExecutionPermit, lease *cellpool.Lease) {
+		j.run = func(_ context.Context, _ *core.Grant, lease *cellpool.Lease) {
 			id = goroutineID(t)
 			lease.Release()
 		}
@@ -77,7 +77,7 @@ func TestCloseWhileEveryWorkerIsBusy(t *testing.T) {
 	jobs := make([]*job, workers+1)
 	for i := range jobs {
 		jobs[i] = newJob("busy-"+strconv.Itoa(i), nil)
-		jobs[i].run = func(_ context.Context, _ *core.ExecutionPermit, lease *cellpool.Lease) {
+		jobs[i].run = func(_ context.Context, _ *core.Grant, lease *cellpool.Lease) {
 			lease.Release()
 			<-proceed
 		}

@@ -2,7 +2,6 @@ package synthetic
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 
@@ -11,10 +10,6 @@ import (
 	"latent.dev/admission/node/cellpool"
 	"latent.dev/admission/node/runner"
 )
-
-// ErrUncertainCleanup is what Reset returns for a cell whose cleanup the
-// behavior declared uncertain.
-var ErrUncertainCleanup = errors.New("synthetic: cell state uncertain after cleanup")
 
 // Behavior is what one synthetic guest does, in order: signal Started,
 // panic if asked, grow memory, burn fuel, wait (Block, Hold, Duration),
@@ -36,8 +31,8 @@ type Behavior struct {
 	Duration time.Duration
 	// Started, if not nil, is called once the guest holds its cell.
 	Started func()
-	// UncertainCleanup makes Reset fail for the cell, so the runner
-	// quarantines it.
+	// UncertainCleanup makes the exit report the cell uncertain
+	// (runner.Exit.CellUncertain), so the runner quarantines it.
 	UncertainCleanup bool
 	// Panic makes the backend panic inside Run.
 	Panic bool
@@ -88,27 +83,38 @@ func (b *Backend) Run(ctx context.Context, g *runner.Guest) runner.Exit {
 		panic("synthetic: injected backend panic")
 	}
 	exit := b.follow(ctx, g, &beh)
+	exit.CellUncertain = beh.UncertainCleanup
 	finished = true
 	return exit
 }
 
 func (b *Backend) follow(ctx context.Context, g *runner.Guest, beh *Behavior) runner.Exit {
-	interrupted := runner.Exit{Kind: runner.ExitInterrupted}
-	if beh.Memory > 0 && g.Meter.GrowMemory(beh.Memory) != nil {
-		return interrupted
+	// Charged against the grant as a backend meters: memory growth past
+	// it is refused and not recorded, fuel past it is capped there.
+	var used runner.Exit
+	interrupted := func() runner.Exit {
+		used.Kind = runner.ExitInterrupted
+		return used
 	}
-	if beh.Fuel > 0 && g.Meter.ChargeFuel(beh.Fuel) != nil {
-		return interrupted
+	if beh.Memory > g.Budget.MemoryBytes {
+		used.MemoryExhausted = true
+		return interrupted()
 	}
+	used.PeakMemory = beh.Memory
+	if beh.Fuel > g.Budget.CPUFuel {
+		used.Fuel, used.FuelExhausted = g.Budget.CPUFuel, true
+		return interrupted()
+	}
+	used.Fuel = beh.Fuel
 	if beh.Block {
 		<-ctx.Done()
-		return interrupted
+		return interrupted()
 	}
 	if beh.Hold != nil {
 		select {
 		case <-beh.Hold:
 		case <-ctx.Done():
-			return interrupted
+			return interrupted()
 		}
 	}
 	if beh.Duration > 0 {
@@ -117,14 +123,15 @@ func (b *Backend) follow(ctx context.Context, g *runner.Guest, beh *Behavior) ru
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			return interrupted
+			return interrupted()
 		}
 	}
 	kind := beh.Exit
 	if kind == 0 {
 		kind = runner.ExitReturned
 	}
-	return runner.Exit{Kind: kind, Output: beh.Output}
+	used.Kind, used.Output = kind, beh.Output
+	return used
 }
 
 func (b *Backend) enter(cell cellpool.CellID) {
@@ -143,15 +150,6 @@ func (b *Backend) leave(cell cellpool.CellID, uncertain bool) {
 		s.dirty = s.dirty || uncertain
 		return s, !s.dirty
 	})
-}
-
-// Reset fails for a cell whose cleanup was uncertain; the cell stays
-// marked, so a later guest on it is a violation.
-func (b *Backend) Reset(cell cellpool.CellID) error {
-	if s, _ := b.cells.Load(cell); s.dirty {
-		return ErrUncertainCleanup
-	}
-	return nil
 }
 
 // Runs is the number of guests started.

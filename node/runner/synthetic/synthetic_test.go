@@ -2,7 +2,6 @@ package synthetic_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -22,10 +21,9 @@ func TestReusingAnUncertainCellIsAViolation(t *testing.T) {
 	b := synthetic.New(func(g *runner.Guest) synthetic.Behavior {
 		return synthetic.Behavior{UncertainCleanup: string(g.Input) == "dirty"}
 	})
-	// The runner hands the backend a meter; this test uses none of it.
-	b.Run(context.Background(), &runner.Guest{Cell: cell, Input: []byte("dirty")})
-	if err := b.Reset(cell); !errors.Is(err, synthetic.ErrUncertainCleanup) {
-		t.Fatalf("reset: %v", err)
+	// The runner hands the backend a budget; this guest charges nothing.
+	if exit := b.Run(context.Background(), &runner.Guest{Cell: cell, Input: []byte("dirty")}); !exit.CellUncertain {
+		t.Fatalf("exit %+v: the cell is not reported uncertain", exit)
 	}
 	if b.Violations() != 0 {
 		t.Fatal("violation before reuse")
@@ -36,8 +34,7 @@ func TestReusingAnUncertainCellIsAViolation(t *testing.T) {
 	}
 	fresh := cell
 	fresh.Generation++
-	b.Run(context.Background(), &runner.Guest{Cell: fresh})
-	if b.Violations() != 1 || b.Reset(fresh) != nil {
+	if exit := b.Run(context.Background(), &runner.Guest{Cell: fresh}); b.Violations() != 1 || exit.CellUncertain {
 		t.Fatal("a replacement cell is not the quarantined one")
 	}
 }

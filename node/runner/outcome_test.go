@@ -1,76 +1,37 @@
 package runner
 
 import (
-	"errors"
 	"math"
 	"testing"
 	"time"
+
+	"latent.dev/admission/policy"
 )
 
-func TestMeterFuel(t *testing.T) {
-	t.Run("a charge that reaches the grant exactly is accepted", func(t *testing.T) {
-		m := newMeter(10, 0, time.Time{})
-		if err := m.ChargeFuel(10); err != nil {
-			t.Fatal(err)
-		}
-		if m.RemainingFuel() != 0 {
-			t.Fatalf("remaining %d", m.RemainingFuel())
-		}
-		if fuel, _ := m.exhausted(); fuel {
-			t.Fatal("exhausted at equality")
-		}
-	})
-	t.Run("a charge past the grant is refused and caps usage", func(t *testing.T) {
-		m := newMeter(10, 0, time.Time{})
-		_ = m.ChargeFuel(4)
-		if err := m.ChargeFuel(7); !errors.Is(err, ErrFuelExhausted) {
-			t.Fatalf("got %v", err)
-		}
-		if u := m.consumption(0); u.CPUFuel != 10 {
-			t.Fatalf("usage %d, want capped at the grant", u.CPUFuel)
-		}
-	})
-	t.Run("exhaustion is sticky", func(t *testing.T) {
-		m := newMeter(10, 0, time.Time{})
-		_ = m.ChargeFuel(11)
-		if err := m.ChargeFuel(0); !errors.Is(err, ErrFuelExhausted) {
-			t.Fatalf("got %v", err)
-		}
-	})
-	t.Run("a huge charge does not wrap", func(t *testing.T) {
-		m := newMeter(10, 0, time.Time{})
-		_ = m.ChargeFuel(5)
-		if err := m.ChargeFuel(math.MaxUint64); !errors.Is(err, ErrFuelExhausted) {
-			t.Fatalf("got %v", err)
-		}
-	})
-}
-
-func TestMeterMemory(t *testing.T) {
-	m := newMeter(0, 100, time.Time{})
-	if err := m.GrowMemory(60); err != nil {
-		t.Fatal(err)
-	}
-	m.ShrinkMemory(50)
-	if err := m.GrowMemory(90); err != nil {
-		t.Fatalf("growth back to the grant: %v", err)
-	}
-	if err := m.GrowMemory(1); !errors.Is(err, ErrMemoryExhausted) {
-		t.Fatalf("got %v", err)
-	}
-	m.ShrinkMemory(math.MaxUint64)
-	if u := m.consumption(0); u.PeakMemoryBytes != 100 {
-		t.Fatalf("peak %d", u.PeakMemoryBytes)
-	}
-	if err := m.GrowMemory(math.MaxUint64); !errors.Is(err, ErrMemoryExhausted) {
-		t.Fatalf("got %v", err)
-	}
-}
-
-func TestMeterUsageNeverNegative(t *testing.T) {
-	m := newMeter(1, 1, time.Time{})
-	if u := m.consumption(-time.Second); u.WallTime != 0 {
-		t.Fatalf("wall %v after the clock went backwards", u.WallTime)
+// TestMeteredHoldsTheReportToTheGrant: a backend's report at the grant
+// stands; past it, it is capped at the grant and counts as a refused
+// charge, as a meter would have refused it.
+func TestMeteredHoldsTheReportToTheGrant(t *testing.T) {
+	grant := policy.Budget{CPUFuel: 10, MemoryBytes: 100}
+	for _, tt := range []struct {
+		name     string
+		in, want Exit
+	}{
+		{"a report at the grant exactly stands", Exit{Fuel: 10, PeakMemory: 100}, Exit{Fuel: 10, PeakMemory: 100}},
+		{"fuel past the grant is capped and refused", Exit{Fuel: 11}, Exit{Fuel: 10, FuelExhausted: true}},
+		{"a huge fuel report does not wrap", Exit{Fuel: math.MaxUint64}, Exit{Fuel: 10, FuelExhausted: true}},
+		{"memory past the grant is capped and refused", Exit{PeakMemory: 101}, Exit{PeakMemory: 100, MemoryExhausted: true}},
+		{"a refusal the backend reported stays", Exit{Fuel: 10, FuelExhausted: true, MemoryExhausted: true},
+			Exit{Fuel: 10, FuelExhausted: true, MemoryExhausted: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.in
+			metered(&got, &grant)
+			if got.Fuel != tt.want.Fuel || got.PeakMemory != tt.want.PeakMemory ||
+				got.FuelExhausted != tt.want.FuelExhausted || got.MemoryExhausted != tt.want.MemoryExhausted {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }
 
@@ -103,9 +64,8 @@ func TestClassify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := newMeter(1, 1, deadline)
-			m.fuelOut, m.memoryOut = tt.fuelOut, tt.memoryOut
-			if got := classify(Exit{Kind: tt.exit}, m, tt.canceled, tt.stopped); got != tt.want {
+			exit := Exit{Kind: tt.exit, FuelExhausted: tt.fuelOut, MemoryExhausted: tt.memoryOut}
+			if got := classify(&exit, deadline, tt.canceled, tt.stopped); got != tt.want {
 				t.Fatalf("got %v, want %v", got, tt.want)
 			}
 		})
