@@ -29,19 +29,23 @@
 //
 // Every transaction holds the ledger's one mutex: a commit (Tx.Contains,
 // Tx.Shortfall, Tx.CellBacklog, Tx.Reserve), a start (Tx.Start), a
-// release or a reclaim (Tx.Release). [Ledger.Update] is the only way to
-// take it, and a [Tx] exists only inside the function Update runs, so a
-// transaction's methods are the Locked operations: every function whose
-// name ends in Locked runs with that mutex held, and every field marked
-// "guarded by mu" is touched only then. Nothing that can run before the
-// mutex runs inside it: the caller hashes the key, builds the reservation
-// and judges the request before it calls Update, and only the checks
+// release or a reclaim (Tx.Release). [Ledger.Begin] is the only way to
+// take it and hands out the [Tx], which is valid until its [Tx.End]
+// ([Ledger.Update] is Begin, a function and End), so a transaction's
+// methods are the Locked operations: every function whose name ends in
+// Locked runs with that mutex held, and every field marked "guarded by
+// mu" is touched only then. Begin and End rather than a function to run
+// spare the hot path a closure and its indirect call; a caller that runs
+// anything between them that can panic (an embedder's clock or load
+// source) defers End. Nothing that can run before the mutex runs inside
+// it: the caller hashes the key, builds the reservation and judges the
+// request before it calls Begin, and only the checks
 // that must see every earlier commit (the duplicate, the capacity, the
 // backlog) and the moves run inside.
 //
 // A transaction linearizes at its mutex: two transactions' effects are
 // in the order they took it. That order is also the recording's total
-// order: each Update takes the next number ([Tx.Order]) under the mutex,
+// order: each Begin takes the next number ([Tx.Order]) under the mutex,
 // and [Ledger.NextOrder] takes one for an event that moves nothing. There
 // is no second mode: every ledger orders its transactions this way.
 //
