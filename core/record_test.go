@@ -396,3 +396,24 @@ func TestARecordedCapacityRefusalIsDecidedInATransaction(t *testing.T) {
 		require.True(t, held.Release(), tc.name)
 	}
 }
+
+// TestAClockThatWentBackNeverMovesAPermitBack: a start and a release
+// whose clock reads before the admission's reading see no time elapsed,
+// never a negative time: the start goes ahead (the deadline cannot pass
+// backwards) and the journal is told 0.
+func TestAClockThatWentBackNeverMovesAPermitBack(t *testing.T) {
+	f, journal := newRecordingFixture(t, nil)
+	f.clock.set(at(7))
+	p, err := f.ctl.Admit(request("back-1"))
+	require.NoError(t, err)
+	f.clock.set(at(5))
+	e, err := p.StartExecution()
+	require.NoError(t, err, "a start whose clock went back")
+	f.clock.set(at(4))
+	require.True(t, e.Release())
+	moves := journal.all()
+	require.Len(t, moves, 2)
+	assert.True(t, moves[0].Started)
+	assert.Equal(t, time.Duration(0), moves[0].Elapsed, "the start's elapsed time")
+	assert.Equal(t, time.Duration(0), moves[1].Elapsed, "the release's elapsed time")
+}

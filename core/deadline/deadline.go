@@ -5,6 +5,24 @@ import (
 	"time"
 )
 
+// Clock is the time source admission reads. Now carries a monotonic
+// reading on the live path; Since measures elapsed time from a Now
+// reading, which on the system clock reads only the monotonic clock and so
+// costs about half of a second Now.
+type Clock interface {
+	Now() time.Time
+	Since(t time.Time) time.Duration
+}
+
+// System is the process clock.
+type System struct{}
+
+// Now returns time.Now().
+func (System) Now() time.Time { return time.Now() }
+
+// Since returns time.Since(t).
+func (System) Since(t time.Time) time.Duration { return time.Since(t) }
+
 // HasMonotonic reports whether t carries a monotonic clock reading
 // (time.Now's results and times derived from them by Add do; times built
 // from a wall-clock value, or stripped by Round(0), do not).

@@ -186,23 +186,6 @@ func TestShortenAndUntilCaller(t *testing.T) {
 	}
 }
 
-type backwards struct{ t time.Time }
-
-func (b backwards) Now() time.Time                { return b.t }
-func (b backwards) Since(time.Time) time.Duration { return -time.Second }
-
-func TestElapsedNeverGoesBackwards(t *testing.T) {
-	first := time.UnixMilli(5000)
-	if got := Elapsed(backwards{first}, first); got != 0 {
-		t.Fatalf("a clock that went back a second: %v", got)
-	}
-	start := time.Now()
-	time.Sleep(time.Millisecond)
-	if got := Elapsed(System{}, start); got < time.Millisecond {
-		t.Fatalf("the system clock after a millisecond's sleep: %v", got)
-	}
-}
-
 func TestHasMonotonic(t *testing.T) {
 	now := time.Now()
 	for _, tc := range []struct {
