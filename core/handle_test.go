@@ -150,6 +150,31 @@ func TestHandles(t *testing.T) {
 			}
 		}
 	})
+	t.Run("an unlisted principal of the record's tenant has its tenant only length-checked", func(t *testing.T) {
+		// The principal's tenant equals the record's, which its source
+		// validated: only the node's bound is checked (this source
+		// validates nothing, so a tenant with a space shows it).
+		for _, tc := range []struct {
+			tenant string
+			want   *rejection
+		}{
+			{strings.Repeat("t", 65), errPrincipalTenant},
+			{strings.Repeat("t", 64), errPrincipalDenied},
+			{"ac me", errPrincipalDenied},
+		} {
+			f := newFixture(t, nil)
+			src := &mapSource{}
+			held := resizeRevision()
+			held.Tenant = tc.tenant
+			src.add(held, resizePolicy())
+			req := request("v")
+			req.Revision, req.Handle = held, src.handle(held.RevisionIdentity)
+			req.Principal.Tenant, req.Principal.Subject = strings.Clone(tc.tenant), "mallory"
+			if _, err := f.ctl.WithPolicySource(src).AdmitAt(req, at(0)); err != tc.want.err() {
+				t.Errorf("tenant %q: got %v, want %v", tc.tenant, err, tc.want.err())
+			}
+		}
+	})
 	t.Run("a principal that is not allowed is step 3's answer", func(t *testing.T) {
 		f := newFixture(t, nil)
 		req := request("v")

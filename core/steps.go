@@ -151,7 +151,8 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 	// an invalid one still gets step 2's answer before step 3's. The
 	// principal of the record's own tenant is looked up by the tenant ID
 	// derived once for the record, with one hash of the subject.
-	if own != nil && p.Tenant == own.Tenant {
+	ownTenant := own != nil && p.Tenant == own.Tenant
+	if ownTenant {
 		d.reqs = ownSlot.For(c.provider.policy, own.Tenant, ownRev)
 		d.principalListed = d.reqs.TenantKnown && c.provider.policy.Authorized(d.reqs.Tenant, p.Kind, p.Subject)
 		if d.principalListed {
@@ -161,10 +162,12 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 		d.reservation.Tenant, d.principalListed = c.provider.policy.AuthorizedPrincipal(p.Tenant, p.Kind, p.Subject)
 	}
 	if !d.principalListed {
+		// The record's tenant is a name its source validated: equal to
+		// it, the principal's needs only its length checked.
 		switch {
 		case !policy.ValidIdentifier(p.Subject, max):
 			return errPrincipalSubject
-		case !policy.ValidIdentifier(p.Tenant, max):
+		case ownTenant && uint64(len(p.Tenant)) > uint64(max), !ownTenant && !policy.ValidIdentifier(p.Tenant, max):
 			return errPrincipalTenant
 		}
 	}
