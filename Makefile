@@ -27,7 +27,7 @@ FUZZ_TARGETS = ./policy:FuzzDecodePolicy ./policy:FuzzValidIdentifier \
 EDGE_MODULES = edge cmd/latentd cmd/stress cmd/admissionctl
 TIDY_MODULES = . edge cmd/latentd cmd/stress cmd/admissionctl testdata/consumer
 
-.PHONY: fleet test race bench bench-edge bench-invoke compare compare-edge scaling profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check mutants ci guests node soak-http
+.PHONY: fleet test race bench bench-edge bench-invoke compare compare-instructions compare-edge scaling profile stress stress-100k lint fuzz fuzz-ci scenarios tidy-check mutants ci guests node soak-http
 
 # go test's default -timeout (10 minutes per test binary) assumes an idle
 # machine: under -race beside the other packages' tests on a loaded
@@ -127,6 +127,13 @@ COMPARE_BENCHTIME ?= 1s
 compare:
 	@test -n "$(BASE)" || { echo "make compare BASE=<commit>"; exit 2; }
 	$(GO) run ./bench/compare -base $(BASE) -rounds $(COMPARE_ROUNDS) -benchtime $(COMPARE_BENCHTIME)
+
+# The same single-goroutine benchmarks' instructions per op at BASE and in
+# the working tree, counted by valgrind: a figure a busy host does not
+# blur (bench/compare/instructions.sh says what it counts and what not).
+compare-instructions:
+	@test -n "$(BASE)" || { echo "make compare-instructions BASE=<commit>"; exit 2; }
+	bench/compare/instructions.sh $(BASE)
 
 # The admission cycle with and without the metrics collector registered
 # (and scraped every 10ms), compared by benchstat.

@@ -59,17 +59,20 @@ func (c *AdmissionController) admit(req *AdmissionRequest, in Inputs) (*Admissio
 	if err == nil {
 		err = c.checkPolicy(req, &d)
 	}
-	if err != nil {
-		c.rejectBeforeLedger(&d, err)
-		return nil, err.err()
+	if err == nil {
+		c.firstReading(req, &d)
+		err = c.checkAt(req, &d)
 	}
-	c.firstReading(req, &d)
-	err = c.checkAt(req, &d)
 	if err == nil && c.preChecked(&d) {
 		err = c.preCheck(&d)
 	}
 	if err != nil {
-		c.rejectBeforeLedger(&d, err)
+		// A rejection before the ledger: counted, and placed in the
+		// order when the decision has inputs of its own.
+		c.provider.metrics.reject(err)
+		if d.in != nil {
+			d.placed(c.provider.NextOrder(), false)
+		}
 		return nil, err.err()
 	}
 	p, order, err := c.commit(req, &d)
@@ -79,15 +82,6 @@ func (c *AdmissionController) admit(req *AdmissionRequest, in Inputs) (*Admissio
 		return nil, err.err()
 	}
 	return p, nil
-}
-
-// rejectBeforeLedger counts a rejection that steps 1 to 12 or the
-// pre-check made, and places it in the ledger's order.
-func (c *AdmissionController) rejectBeforeLedger(d *decision, err *rejection) {
-	c.provider.metrics.reject(err)
-	if d.in != nil {
-		d.placed(c.provider.NextOrder(), false)
-	}
 }
 
 // firstReading is the clock reading that steps 11 to 13 and the permit's
