@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"latent.dev/admission/policy"
 )
 
@@ -393,4 +395,54 @@ func TestAFaultInsideATransactionReleasesTheLedger(t *testing.T) {
 		t.Fatal("after a fault in StartExecution, a release returned nothing")
 	}
 	q.Release()
+}
+
+// sleepyLoad is a load source whose first reading (step 12's) returns
+// after a pause: the time passes after the first clock reading and before
+// the commit's.
+type sleepyLoad struct {
+	inner *NodeLoadState
+	pause time.Duration
+	calls atomic.Int32
+}
+
+func (s *sleepyLoad) CurrentLoad() (*LoadSample, bool) {
+	sample, ok := s.inner.CurrentLoad()
+	if s.calls.Add(1) == 1 {
+		time.Sleep(s.pause)
+	}
+	return sample, ok
+}
+
+// TestTheCommitMeasuresFromADerivedFirstReading: on the system clock, a
+// request without a caller deadline has its first reading derived from
+// the controller's base, and the commit judges the time since that
+// reading, not since the base: an hour-old base changes nothing, and
+// time that passes between step 12 and the commit counts against the
+// sample's age.
+func TestTheCommitMeasuresFromADerivedFirstReading(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		maxAge time.Duration
+		pause  time.Duration
+		admit  bool
+	}{
+		{"an hour-old base", 30 * time.Second, 0, true},
+		{"a pause between step 12 and the commit", 100 * time.Millisecond, 300 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, func(p *policy.NodeAdmissionPolicy) { p.Node.Overload.MaximumObservationAge = tc.maxAge })
+			state := NewNodeLoadState(tc.maxAge, nil)
+			require.NoError(t, state.Publish(LoadSample{Sequence: 1, ObservedAt: time.Now(), CPUPressure: 0.2, MemoryPressure: 0.2}))
+			ctl := f.provider.Controller(ControllerConfig{Source: f.source, Load: &sleepyLoad{inner: state, pause: tc.pause}})
+			ctl.base = ctl.base.Add(-time.Hour)
+			p, err := ctl.Admit(request("derived"))
+			if tc.admit {
+				require.NoError(t, err)
+				p.Release()
+				return
+			}
+			wantError(t, err, CodeUnavailable, ScopeLoad, DimLoadSample, ReasonLoadUnavailable, true)
+		})
+	}
 }
