@@ -150,9 +150,17 @@ func (s *permitState) provider() *LocalQuotaProvider { return s.ctl.provider }
 func (s *permitState) deadline() time.Time { return s.ctl.base.Add(s.admitted + s.wall) }
 
 // elapsed is the monotonic time since admission on the controller's
-// clock, never negative.
+// clock, never negative. On the system clock it is read directly, as the
+// decision's own readings are (firstReading): one call fewer than through
+// the Clock interface.
 func (s *permitState) elapsed() time.Duration {
-	return max(s.ctl.clock.Since(s.ctl.base)-s.admitted, 0)
+	var since time.Duration
+	if s.ctl.system {
+		since = time.Since(s.ctl.base)
+	} else {
+		since = s.ctl.clock.Since(s.ctl.base)
+	}
+	return max(since-s.admitted, 0)
 }
 
 // Why this file uses unsafe, and the only file of the package that does:
@@ -379,7 +387,7 @@ func (p *AdmissionPermit) Grant() Grant {
 		// The effective budget: the grant, with the wall time the
 		// effective deadline leaves (a caller deadline earlier than now
 		// plus the granted wall time shortens it).
-		Budget:   policy.Budget{CPUFuel: s.fuel, MemoryBytes: s.memory, WallTime: policy.Some(s.wall)},
+		Budget:   policy.Budget{CPUFuel: s.fuel, MemoryBytes: s.memory, WallTime: policy.Optional[time.Duration]{Value: s.wall, Set: true}},
 		Deadline: s.deadline(),
 		Obligations: Obligations{
 			CellClass:  s.cell,

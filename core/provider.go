@@ -21,6 +21,9 @@ type LocalQuotaProvider struct {
 	trust   []policy.TrustClassSettings
 	queues  []policy.QueueClassSettings
 	cells   [policy.NumCellClasses]policy.CellClassSettings
+	// queueOf is each priority's queue class, up to the node's maximum
+	// priority (step 4 refuses any higher one before bind reads it).
+	queueOf []policy.QueueClassID
 	// threading is every model some configured cell class supports.
 	threading policy.ThreadingSet
 	ledger    *atomicledger.Ledger
@@ -85,6 +88,10 @@ func newProvider(c *policy.Compiled) *LocalQuotaProvider {
 	}
 	for i := range pr.queues {
 		pr.queues[i] = c.QueueClass(policy.QueueClassID(i))
+	}
+	pr.queueOf = make([]policy.QueueClassID, uint64(pr.node.MaximumPriority)+1)
+	for i := range pr.queueOf {
+		pr.queueOf[i], _ = c.QueueClassFor(uint32(i))
 	}
 	for i := range pr.cells {
 		pr.cells[i] = c.CellClass(policy.CellClass(i))

@@ -42,14 +42,14 @@ func newYoungPermits(slots uint64) *youngPermits {
 // hold keeps a newly issued permit reachable until the next sweep. Its
 // slot is free: the reservation that held it before was released.
 func (y *youngPermits) hold(tk atomicledger.Ticket, b *permitBlock) {
-	y.slots[tk.Slot()].Store(b)
+	y.slots[tk.Slot].Store(b)
 }
 
 // forget takes a released permit out of its slot and reports whether it
 // was still there; false means a sweep took it first (and may have given
 // it a finalizer) or a newer permit reuses the slot.
 func (y *youngPermits) forget(tk atomicledger.Ticket, b *permitBlock) bool {
-	return y.slots[tk.Slot()].CompareAndSwap(b, nil)
+	return y.slots[tk.Slot].CompareAndSwap(b, nil)
 }
 
 // sweep empties the table and gives each permit in it that still holds

@@ -28,7 +28,7 @@ func collectUntil(n int, cond func() bool) bool {
 func TestPermitHeldAcrossCollectionsIsReclaimedWhenDropped(t *testing.T) {
 	f := newFixture(t, nil)
 	p := admit(t, f, "held", 0)
-	slot := &f.provider.young.slots[p.state().ticket.Slot()]
+	slot := &f.provider.young.slots[p.state().ticket.Slot]
 	if !collectUntil(200, func() bool { return slot.Load() == nil }) {
 		t.Fatal("no sweep took the held permit out of the young table")
 	}
@@ -53,7 +53,7 @@ func TestReleasedPermitIsFreedByOneCollection(t *testing.T) {
 	for _, swept := range []bool{false, true} {
 		p := admit(t, f, "freed", 0)
 		if swept {
-			slot := &f.provider.young.slots[p.state().ticket.Slot()]
+			slot := &f.provider.young.slots[p.state().ticket.Slot]
 			if !collectUntil(200, func() bool { return slot.Load() == nil }) {
 				t.Fatal("no sweep took the permit out of the young table")
 			}

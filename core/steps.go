@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"math/bits"
 	"time"
 
 	"latent.dev/admission/core/atomicledger"
@@ -30,7 +31,7 @@ type decision struct {
 	// allowlists; reservation.Tenant is the tenant's ID.
 	principalListed bool
 	features        policy.FeatureSet
-	trustKnown      bool                // the node has the revision's trust class, whose ID is reservation.TrustClass
+	trustPermitted  bool                // step 7: the revision's tenant permits its trust class (reservation.TrustClass)
 	cells           policy.CellClassSet // configured classes compatible with the revision's threading and features
 	grant           policy.Budget
 	untilCaller     time.Duration // from the first reading to the caller's deadline, when it has one
@@ -319,14 +320,16 @@ func (c *AdmissionController) checkRequirements(req *AdmissionRequest, d *decisi
 		return err
 	}
 	d.features, d.cells = reqs.Features, reqs.Cells
-	d.reservation.TrustClass, d.trustKnown = reqs.Trust, reqs.TrustKnown
+	d.reservation.TrustClass, d.trustPermitted = reqs.Trust, reqs.TrustPermitted
 	return nil
 }
 
 // checkTrustClass is step 7: the tenant must permit the revision's
-// trust class.
+// trust class. Step 3 made the principal's tenant the revision's, so the
+// answer the requirements derived for the revision's tenant is the
+// request's.
 func (c *AdmissionController) checkTrustClass(d *decision) *rejection {
-	if !d.trustKnown || !c.provider.tenants[d.reservation.Tenant].PermitsTrustClass(d.reservation.TrustClass) {
+	if !d.trustPermitted {
 		return errTrustClass
 	}
 	return nil
@@ -367,7 +370,7 @@ func grantInto(g *policy.Budget, req *policy.Budget, rev *policy.RevisionPolicy,
 		memory = min(memory, deployment.MemoryBytes.Value)
 	}
 	wall := capWall(capWall(capWall(node.WallTime, req.WallTime), capsule.WallTime), deployment.WallTime)
-	*g = policy.Budget{CPUFuel: fuel, MemoryBytes: memory, WallTime: policy.Some(wall)}
+	*g = policy.Budget{CPUFuel: fuel, MemoryBytes: memory, WallTime: policy.Optional[time.Duration]{Value: wall, Set: true}}
 }
 
 // capWall lowers wall to a layer's limit, when the layer sets one; a
@@ -398,12 +401,15 @@ func (c *AdmissionController) checkCell(d *decision) *rejection {
 // by both the tenant and the trust class. Extra-large therefore needs
 // both to list it.
 func (pr *LocalQuotaProvider) selectCell(memory uint64, candidates, tenantCells, trustCells policy.CellClassSet) (policy.CellClass, *rejection) {
-	var compatible policy.CellClassSet
+	// A CellClassSet is a bit set (bit i for class i), so the sets are
+	// combined and the smallest class picked with bit operations.
+	var fits policy.CellClassSet
 	for i := range pr.cells {
-		if candidates.Has(policy.CellClass(i)) && pr.cells[i].MemoryBytes >= memory {
-			compatible = compatible.With(policy.CellClass(i))
+		if pr.cells[i].MemoryBytes >= memory {
+			fits |= 1 << i
 		}
 	}
+	compatible := candidates & fits
 	if compatible == 0 {
 		return 0, errNoCompatibleCell
 	}
@@ -415,12 +421,7 @@ func (pr *LocalQuotaProvider) selectCell(memory uint64, candidates, tenantCells,
 	if permitted == 0 {
 		return 0, errTrustCellClass
 	}
-	for i := 0; i < policy.NumCellClasses; i++ {
-		if permitted.Has(policy.CellClass(i)) {
-			return policy.CellClass(i), nil
-		}
-	}
-	return 0, errNoCompatibleCell
+	return policy.CellClass(bits.TrailingZeros8(uint8(permitted))), nil
 }
 
 // checkPayload is step 10: the node's maximum, then the tenant's;
@@ -495,9 +496,12 @@ func (c *AdmissionController) sampleAge(s *LoadSample, d *decision) time.Duratio
 // deadline and the activation's fingerprint.
 func (c *AdmissionController) bind(req *AdmissionRequest, d *decision) {
 	r := &d.reservation
-	r.QueueClass, _ = c.provider.policy.QueueClassFor(req.Priority)
+	r.QueueClass = c.provider.queueOf[req.Priority]
 	r.CPUFuel, r.MemoryBytes = d.grant.CPUFuel, d.grant.MemoryBytes
-	d.wall = deadline.Shorten(d.grant.WallTime.Value, d.untilCaller, req.Deadline.Set)
+	d.wall = d.grant.WallTime.Value
+	if req.Deadline.Set {
+		d.wall = deadline.Shorten(d.wall, d.untilCaller)
+	}
 	d.fingerprint = atomicledger.FingerprintOf(r.Tenant, req.ActivationID)
 }
 
@@ -572,10 +576,11 @@ func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionReq
 		return atomicledger.Ticket{}, err
 	}
 	r := &d.reservation
-	if tx.Contains(d.fingerprint, r.Tenant, req.ActivationID) {
+	look := tx.Assess(d.room, d.fingerprint, req.ActivationID, r)
+	if look.Duplicate {
 		return atomicledger.Ticket{}, errDuplicate
 	}
-	s := tx.ShortfallSince(d.room, r)
+	s := look.Shortfall
 	if s.Scope == atomicledger.NodeScope || s.Scope == atomicledger.TenantScope {
 		return atomicledger.Ticket{}, capacityError(s)
 	}
@@ -587,7 +592,7 @@ func (c *AdmissionController) commitLocked(tx atomicledger.Tx, req *AdmissionReq
 	if s.Scope != atomicledger.NoScope {
 		return atomicledger.Ticket{}, capacityError(s)
 	}
-	switch deadline.Check(d.wall-elapsed, tx.CellBacklog(r.CellClass), d.parallelism,
+	switch deadline.Check(d.wall-elapsed, look.CellBacklog, d.parallelism,
 		sample.QueueDelay[r.CellClass], pr.estimate()) {
 	case deadline.Infeasible:
 		return atomicledger.Ticket{}, errQueueInfeasible

@@ -44,6 +44,9 @@ type Requirements struct {
 	TenantKnown bool // the policy has the revision's tenant, whose ID is Tenant
 	Trust       TrustClassID
 	TrustKnown  bool // the policy has the revision's trust class, whose ID is Trust
+	// TrustPermitted is step 7's answer: the policy has both the tenant
+	// and the trust class, and the tenant permits the class.
+	TrustPermitted bool
 }
 
 // Requirements derives them for a revision of tenant with policy rev.
@@ -51,6 +54,7 @@ func (c *Compiled) Requirements(tenant string, rev *RevisionPolicy) Requirements
 	v := Requirements{policy: c}
 	v.Tenant, v.TenantKnown = c.TenantID(tenant)
 	v.Trust, v.TrustKnown = c.TrustClassID(rev.TrustClass)
+	v.TrustPermitted = v.TenantKnown && v.TrustKnown && c.Tenant(v.Tenant).PermitsTrustClass(v.Trust)
 	var threading ThreadingSet
 	for i := range c.cells {
 		if c.cells[i].Configured {

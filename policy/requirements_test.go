@@ -85,6 +85,7 @@ func TestRequirementsOfEachRevision(t *testing.T) {
 			assert.Equal(t, wantTenant, got.Tenant)
 			assert.True(t, got.TrustKnown)
 			assert.Equal(t, standard, got.Trust)
+			assert.True(t, got.TrustPermitted, "both tenants permit standard")
 		})
 	}
 	rev := baseRevision()
@@ -93,8 +94,13 @@ func TestRequirementsOfEachRevision(t *testing.T) {
 	assert.False(t, got.TenantKnown, "an unknown tenant")
 	assert.True(t, got.TrustKnown)
 	assert.Equal(t, privileged, got.Trust)
+	assert.False(t, got.TrustPermitted, "an unknown tenant permits nothing")
+	assert.False(t, c.Requirements("acme", rev).TrustPermitted, "acme lists only standard")
+	assert.True(t, c.Requirements("globex", rev).TrustPermitted, "globex lists privileged")
 	rev.TrustClass = "unknown"
-	assert.False(t, c.Requirements("acme", rev).TrustKnown, "an unknown trust class")
+	got = c.Requirements("acme", rev)
+	assert.False(t, got.TrustKnown, "an unknown trust class")
+	assert.False(t, got.TrustPermitted, "an unknown trust class is not permitted")
 }
 
 // TestThreadingOnlyConfiguredClassesOffer: a node whose configured

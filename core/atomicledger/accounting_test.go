@@ -142,15 +142,18 @@ func TestStaleAndForeignTicketsNameNothing(t *testing.T) {
 		t.Fatal("release")
 	}
 	current := reserve(l, FingerprintOf(0, "new"), "new", r)
-	if current.entry != old.entry || current.generation == old.generation {
+	if current.Slot != old.Slot || current.generation == old.generation {
 		t.Fatalf("the one entry was not reused: %+v then %+v", old, current)
 	}
 	queued := snapshot(l)
 	for name, tk := range map[string]Ticket{
 		"stale":             old,
 		"zero":              {},
-		"beyond the table":  {entry: 1, generation: current.generation},
-		"future generation": {entry: current.entry, generation: current.generation + 1},
+		"beyond the table":  {Slot: 1, generation: current.generation},
+		"future generation": {Slot: current.Slot, generation: current.generation + 1},
+		// What a holder outside the package can build: the live slot,
+		// with the generation it cannot set.
+		"built outside": {Slot: current.Slot},
 	} {
 		if start(l, tk) || release(l, tk) {
 			t.Fatalf("%s ticket %+v started or released", name, tk)
@@ -179,7 +182,7 @@ func TestGenerationWrapsPastZero(t *testing.T) {
 		t.Fatalf("the last generation before the wrap: %+v", last)
 	}
 	wrapped := reserve(l, FingerprintOf(0, "wrapped"), "wrapped", r)
-	if wrapped.entry != last.entry || wrapped.generation != 1 {
+	if wrapped.Slot != last.Slot || wrapped.generation != 1 {
 		t.Fatalf("after the wrap: %+v, want generation 1", wrapped)
 	}
 	if start(l, last) || release(l, last) {

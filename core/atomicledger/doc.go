@@ -75,7 +75,7 @@
 // the transaction decides it anyway. The pre-check hands it a [Room], and
 // the transaction that finds the counter unchanged (no Reserve ran since,
 // so capacity only came back) skips its own capacity reads
-// ([Tx.ShortfallSince]).
+// ([Tx.Assess]).
 //
 // [Ledger.SnapshotInto] and [Ledger.LiveEntries] take the mutex once:
 // they are consistent across scopes and exact, and they are for

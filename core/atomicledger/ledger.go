@@ -56,16 +56,18 @@ type Reservation struct {
 
 // Ticket names one live reservation: its entry in the live table and the
 // entry's generation at insert. A ticket whose entry was released (and
-// perhaps reused) no longer matches and can free nothing.
+// perhaps reused) no longer matches and can free nothing, and neither
+// can one built outside the package: its generation is 0, which no
+// entry has.
 type Ticket struct {
-	entry      uint32
+	// Slot is the live-table entry the ticket names, in [0, the node
+	// live limit). No two live reservations share a slot; a slot is
+	// reused only after its reservation was released, so a holder may
+	// index its own table of live reservations by it (core's young
+	// permits do).
+	Slot       uint32
 	generation uint32 // never 0 in a ticket Reserve made
 }
-
-// Slot is the live-table entry the ticket names, in [0, the node live
-// limit). No two live reservations share a slot; a slot is reused only
-// after its reservation was released.
-func (t Ticket) Slot() int { return int(t.entry) }
 
 // Held is what a scope holds now: live, queued, fuel and memory.
 type Held struct {
@@ -180,7 +182,7 @@ func New(c *policy.Compiled) *Ledger {
 // Room is what [Ledger.PreCheck] saw when a reservation fitted: the
 // sequence counter it read. A transaction that finds the counter
 // unchanged knows that no capacity was taken since, so the reservation
-// still fits ([Tx.ShortfallSince]). The zero Room saw nothing.
+// still fits ([Tx.Assess]). The zero Room saw nothing.
 type Room struct{ seq uint64 }
 
 // PreCheck decides, without taking the mutex, whether r certainly does
@@ -334,15 +336,34 @@ func (tx Tx) Contains(fp Fingerprint, tenant policy.TenantID, id string) bool {
 // held nothing moves underneath.
 func (tx Tx) Shortfall(r *Reservation) Shortfall { return tx.held().shortfall(r) }
 
-// ShortfallSince is Shortfall for an r that [Ledger.PreCheck] found
-// fitting with room: when no Reserve ran since, capacity has only come
-// back, so r still fits and nothing is read again.
-func (tx Tx) ShortfallSince(room Room, r *Reservation) Shortfall {
+// Assessment is what a commit judges of a reservation before it reserves
+// it, read in one step of its transaction: whether the key is live, the
+// first scope without room, and the backlog of the reservation's cell
+// class (live reservations, queued plus executing).
+type Assessment struct {
+	Duplicate   bool
+	Shortfall   Shortfall
+	CellBacklog uint64
+}
+
+// Assess reads what a commit judges of r for key (fp, r.Tenant, id): what
+// [Tx.Contains], [Tx.Shortfall] and [Tx.CellBacklog] answer, in one call,
+// so that the commit's transaction holds the mutex for one read and the
+// Reserve. The shortfall is not read again for an r that
+// [Ledger.PreCheck] found fitting with room when no Reserve ran since:
+// capacity has only come back, so r still fits. The caller judges the
+// three in its own order (core: the duplicate, then capacity, then
+// feasibility).
+func (tx Tx) Assess(room Room, fp Fingerprint, id string, r *Reservation) Assessment {
 	l := tx.held()
-	if room.seq == l.seq.Load()|1<<63 {
-		return Shortfall{}
+	a := Assessment{
+		Duplicate:   l.table.findLocked(fp, r.Tenant, id) >= 0,
+		CellBacklog: l.fixed.cell[r.CellClass].live(),
 	}
-	return l.shortfall(r)
+	if room.seq != l.seq.Load()|1<<63 {
+		a.Shortfall = l.shortfall(r)
+	}
+	return a
 }
 
 func (l *Ledger) shortfall(r *Reservation) Shortfall {
@@ -476,7 +497,7 @@ func (tx Tx) Release(tk Ticket) bool {
 	sub(&l.tenant[r.Tenant], &r, queued)
 	sub(&l.fixed.node, &r, queued)
 	l.fixed.cell[r.CellClass].slots.Add(^oneLive + 1)
-	l.table.removeLocked(tk.entry)
+	l.table.removeLocked(tk.Slot)
 	return true
 }
 

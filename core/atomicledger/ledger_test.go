@@ -126,15 +126,20 @@ func TestPreCheck(t *testing.T) {
 
 // A room the pre-check saw holds in a transaction while no Reserve ran
 // since (starts and releases only give capacity back); once one ran, the
-// transaction reads the counters again.
-func TestShortfallSinceTrustsOnlyAnUnchangedRoom(t *testing.T) {
+// transaction reads the counters again. The assessment's duplicate and
+// backlog are read every time.
+func TestAssessTrustsOnlyAnUnchangedRoom(t *testing.T) {
 	l := testLedger(t, 1)
 	r := Reservation{Tenant: 0, CPUFuel: 1, MemoryBytes: 1}
 	fp := FingerprintOf(0, "x")
 	_, _, room := l.PreCheck(fp, &r)
-	shortSince := func(room Room) (s Shortfall) {
-		l.Update(func(tx Tx) { s = tx.ShortfallSince(room, &r) })
-		return s
+	assess := func(room Room) (a Assessment) {
+		l.Update(func(tx Tx) { a = tx.Assess(room, fp, "x", &r) })
+		return a
+	}
+	shortSince := func(room Room) Shortfall { return assess(room).Shortfall }
+	if a := assess(room); a != (Assessment{}) {
+		t.Fatalf("an empty node: %+v", a)
 	}
 	if s := shortSince(room); s.Scope != NoScope {
 		t.Fatalf("an unchanged room: %+v", s)
@@ -144,7 +149,7 @@ func TestShortfallSinceTrustsOnlyAnUnchangedRoom(t *testing.T) {
 	// the counters would refuse.
 	huge := Reservation{Tenant: 0, CPUFuel: 1 << 41, MemoryBytes: 1}
 	l.Update(func(tx Tx) {
-		if s := tx.ShortfallSince(room, &huge); s.Scope != NoScope {
+		if s := tx.Assess(room, fp, "x", &huge).Shortfall; s.Scope != NoScope {
 			t.Errorf("an unchanged room read the counters again: %+v", s)
 		}
 		if s := tx.Shortfall(&huge); s.Scope != NodeScope || s.Dimension != CPUFuel {
@@ -153,9 +158,14 @@ func TestShortfallSinceTrustsOnlyAnUnchangedRoom(t *testing.T) {
 	})
 	tk := reserve(l, fp, "x", r)
 	full := Shortfall{Scope: NodeScope, Dimension: LiveActivations}
-	if s := shortSince(room); s != full {
-		t.Fatalf("a room from before a Reserve: %+v, want %+v", s, full)
+	if a, want := assess(room), (Assessment{Duplicate: true, Shortfall: full, CellBacklog: 1}); a != want {
+		t.Fatalf("a room from before a Reserve, the key live: %+v, want %+v", a, want)
 	}
+	l.Update(func(tx Tx) {
+		if a := tx.Assess(room, FingerprintOf(0, "y"), "y", &r); a.Duplicate || a.CellBacklog != 1 {
+			t.Errorf("another key beside the live one: %+v", a)
+		}
+	})
 	if s := shortSince(Room{}); s != full {
 		t.Fatalf("no room: %+v, want %+v", s, full)
 	}

@@ -153,15 +153,15 @@ func (t *liveTable) insertLocked(fp Fingerprint, id string, r *Reservation) Tick
 	e.next.Store(b.Load())
 	e.fingerprint.Store(uint64(fp))
 	b.Store(ei + 1)
-	return Ticket{entry: ei, generation: e.generation}
+	return Ticket{Slot: ei, generation: e.generation}
 }
 
 // entryLocked returns the entry a ticket names if it is still live.
 func (t *liveTable) entryLocked(tk Ticket) *entry {
-	if int(tk.entry) >= len(t.entries) || tk.generation == 0 {
+	if int(tk.Slot) >= len(t.entries) || tk.generation == 0 {
 		return nil
 	}
-	e := &t.entries[tk.entry]
+	e := &t.entries[tk.Slot]
 	if !e.live || e.generation != tk.generation {
 		return nil
 	}

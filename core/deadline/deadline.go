@@ -35,15 +35,14 @@ func UntilCaller(now time.Time, callerUnixMillis int64) time.Duration {
 	return time.UnixMilli(callerUnixMillis).Sub(now)
 }
 
-// Shorten is the effective wall time of a grant: the granted wall time,
-// or what the caller's deadline leaves (untilCaller) when that is less.
-// The effective deadline is the admission reading plus it, bound once,
-// to a reading that carries the monotonic clock, and never reset.
-func Shorten(granted, untilCaller time.Duration, hasCaller bool) time.Duration {
-	if hasCaller {
-		return min(granted, untilCaller)
-	}
-	return granted
+// Shorten is the effective wall time of a grant to a caller with a
+// deadline: the granted wall time, or what the caller's deadline leaves
+// (untilCaller) when that is less. Without a caller deadline the granted
+// wall time is the effective one. The effective deadline is the admission
+// reading plus it, bound once, to a reading that carries the monotonic
+// clock, and never reset.
+func Shorten(granted, untilCaller time.Duration) time.Duration {
+	return min(granted, untilCaller)
 }
 
 // Estimate is the configured part of the feasibility check.

@@ -160,18 +160,16 @@ func TestShortenAndUntilCaller(t *testing.T) {
 	cases := []struct {
 		name   string
 		caller int64
-		has    bool
 		want   time.Duration
 	}{
-		{"without a caller deadline the grant stands", 0, false, grant},
-		{"an earlier caller deadline shortens it", 1_002_000, true, 2 * time.Second},
-		{"a caller deadline at the grant keeps it", 1_005_000, true, grant},
-		{"a later caller deadline never lengthens it", 1_009_000, true, grant},
-		{"a far-future caller deadline keeps it", math.MaxInt64, true, grant},
-		{"a far-past caller deadline leaves nothing", math.MinInt64, true, math.MinInt64},
+		{"an earlier caller deadline shortens it", 1_002_000, 2 * time.Second},
+		{"a caller deadline at the grant keeps it", 1_005_000, grant},
+		{"a later caller deadline never lengthens it", 1_009_000, grant},
+		{"a far-future caller deadline keeps it", math.MaxInt64, grant},
+		{"a far-past caller deadline leaves nothing", math.MinInt64, math.MinInt64},
 	}
 	for _, tc := range cases {
-		if got := Shorten(grant, UntilCaller(now, tc.caller), tc.has); got != tc.want {
+		if got := Shorten(grant, UntilCaller(now, tc.caller)); got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
 	}

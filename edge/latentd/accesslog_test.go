@@ -109,6 +109,30 @@ func TestAccessLogOneLinePerRequest(t *testing.T) {
 	}
 }
 
+// An invocation without an activation ID gets one the node generated,
+// and the access log notes it: it is the node's, not a caller's string,
+// so it needs no identifier check, even on a node whose identifier bound
+// is shorter than a generated ID (admission then refuses the request,
+// and the line still names the ID the answer carried).
+func TestAccessLogNotesAGeneratedActivationID(t *testing.T) {
+	for _, maxID := range []uint32{128, 24} {
+		sink := &syncBuffer{}
+		tn := startNode(t, nodeOptions{mutate: func(c *Config) {
+			c.AccessLog = slog.New(slog.NewJSONHandler(sink, nil))
+			c.Policy.Node.MaximumIdentifierBytes = maxID
+		}})
+		r := tn.invoke("acme/echo/run", aliceToken, "p")
+		id := r.header.Get(HeaderActivationID)
+		if len(id) != 32 {
+			t.Fatalf("identifier bound %d: the answer's activation ID is %q (status %d %s)", maxID, id, r.status, r.body)
+		}
+		lines := sink.lines(t)
+		if len(lines) != 1 || lines[0]["activation_id"] != id {
+			t.Fatalf("identifier bound %d: the log holds %v, want activation_id %s", maxID, lines, id)
+		}
+	}
+}
+
 // An activation ID that admission refuses (too long, or with a byte an
 // identifier may not hold) is never logged: the line has none.
 func TestAccessLogLeavesOutAnInvalidActivationID(t *testing.T) {

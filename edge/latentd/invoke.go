@@ -79,10 +79,10 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set(HeaderActivationID, inv.activationID)
-	// Noted (for the access log) only when it passes admission's own
-	// identifier rule: admission refuses any other, and the log must not
-	// carry whatever a caller wrote.
-	if policy.ValidIdentifier(inv.activationID, settings.MaximumIdentifierBytes) {
+	// Noted (for the access log) when the node generated it, or when the
+	// caller's passes admission's own identifier rule: admission refuses
+	// any other, and the log must not carry whatever a caller wrote.
+	if inv.generatedID || policy.ValidIdentifier(inv.activationID, settings.MaximumIdentifierBytes) {
 		note.activationID = inv.activationID
 	}
 
@@ -211,6 +211,7 @@ const (
 // invocation is what the headers of one invocation ask for.
 type invocation struct {
 	activationID string
+	generatedID  bool // activationID is newActivationID's, not the caller's
 	routingKey   string
 	priority     uint32
 	deadline     policy.Optional[int64]
@@ -280,7 +281,7 @@ func parseInvocation(h http.Header, ceiling policy.NodeBudgetCeiling) (invocatio
 		return inv, herr
 	}
 	if !ok {
-		id = newActivationID()
+		id, inv.generatedID = newActivationID(), true
 	}
 	inv.activationID = id
 	key, ok, herr := single(h, HeaderRoutingKey)
