@@ -248,3 +248,59 @@ func TestPermitBlockIsSmall(t *testing.T) {
 		t.Fatalf("a permit block is %d bytes", n)
 	}
 }
+
+// sameIdentity answers by the strings' bytes: two identities built
+// apart, with no byte shared, are the same when every field is equal, and
+// differ when one field differs in one byte (same length, so only the
+// bytes tell); strings that share their bytes are the same at once.
+func TestSameIdentityComparesBytesNotAddresses(t *testing.T) {
+	fresh := func(s string) string { return string([]byte(s)) }
+	a := policy.RevisionIdentity{Generation: 3, Tenant: "acme", Service: "thumbs", Route: "resize", Contract: "img",
+		Function: "resize", Revision: "rev-0001", Release: "rel-0001"}
+	b := policy.RevisionIdentity{Generation: 3, Tenant: fresh(a.Tenant), Service: fresh(a.Service), Route: fresh(a.Route),
+		Contract: fresh(a.Contract), Function: fresh(a.Function), Revision: fresh(a.Revision), Release: fresh(a.Release)}
+	if !sameIdentity(&a, &b) || !sameIdentity(&a, &a) {
+		t.Fatal("equal identities built apart, or one with itself, differ")
+	}
+	fields := []*string{&b.Tenant, &b.Service, &b.Route, &b.Contract, &b.Function, &b.Revision, &b.Release}
+	for i, f := range fields {
+		was := *f
+		last := was[len(was)-1] ^ 1
+		*f = was[:len(was)-1] + string(rune(last))
+		if sameIdentity(&a, &b) {
+			t.Errorf("field %d: %q and %q of the same length are the same", i, was, *f)
+		}
+		*f = was
+	}
+	if !same("", fresh("")) || same("a", "") {
+		t.Error("the empty string")
+	}
+}
+
+// validAs checks only the length of an identifier that shares the held
+// record's bytes, scans any other, and refuses an empty one even when
+// the held identity is empty too (noIdentity).
+func TestValidAsTrustsOnlySharedBytes(t *testing.T) {
+	held := "rev-0001"
+	own := string([]byte(held))
+	for _, tc := range []struct {
+		name string
+		s    string
+		max  uint32
+		want bool
+	}{
+		{"shared, within the bound", held, 8, true},
+		{"shared, over the bound", held, 7, false},
+		{"equal, own bytes, scanned", own, 8, true},
+		{"equal, own bytes, over the bound", own, 7, false},
+		{"another identifier", "rev-0002", 8, true},
+		{"an invalid one", "rev 0002", 8, false},
+	} {
+		if got := validAs(tc.s, held, tc.max); got != tc.want {
+			t.Errorf("%s: validAs(%q, %q, %d) = %v", tc.name, tc.s, held, tc.max, got)
+		}
+	}
+	if validAs(noIdentity.Tenant, noIdentity.Tenant, 8) || validAs("", noIdentity.Tenant, 8) {
+		t.Error("an empty identifier is valid")
+	}
+}

@@ -25,6 +25,10 @@ func ValidIdentifier(s string, maxBytes uint32) bool {
 	// that is checked eight bytes at a time, without a branch per word,
 	// and only an identifier with a suspicious byte goes byte by byte.
 	if n < 8 {
+		if n >= 4 {
+			// Two overlapping four-byte halves make one word.
+			return suspicious(uint64(word4(s[:4]))|uint64(word4(s[n-4:]))<<32) == 0 || validSlow(s)
+		}
 		var bad uint8
 		for i := 0; i < n; i++ {
 			bad |= notPlain[s[i]]
@@ -56,6 +60,12 @@ func word(b string) uint64 {
 	_ = b[7]
 	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
 		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// word4 reads four bytes as a little-endian word.
+func word4(b string) uint32 {
+	_ = b[3]
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
 // validSlow checks byte by byte, decoding runes once past ASCII.
