@@ -27,8 +27,9 @@
 //
 // # One mutex
 //
-// Every transaction holds the ledger's one mutex: a commit (Tx.Contains,
-// Tx.Shortfall, Tx.CellBacklog, Tx.Reserve), a start (Tx.Start), a
+// Every transaction holds the ledger's one mutex: a commit (Tx.Assess,
+// which reads what Tx.Contains, Tx.Shortfall and Tx.CellBacklog answer
+// one by one, then Tx.Reserve), a start (Tx.Start), a
 // release or a reclaim (Tx.Release). [Ledger.Begin] is the only way to
 // take it and hands out the [Tx], which is valid until its [Tx.End]
 // ([Ledger.Update] is Begin, a function and End), so a transaction's
