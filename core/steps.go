@@ -31,13 +31,17 @@ type decision struct {
 	// principalListed: step 2 found (tenant, kind, subject) on the
 	// allowlists; reservation.Tenant is the tenant's ID.
 	principalListed bool
-	features        policy.FeatureSet
-	trustPermitted  bool                // step 7: the revision's tenant permits its trust class (reservation.TrustClass)
-	cells           policy.CellClassSet // configured classes compatible with the revision's threading and features
-	grant           policy.Budget
-	untilCaller     time.Duration // from the first reading to the caller's deadline, when it has one
-	wall            time.Duration // effective: the deadline is admittedAt + wall
-	admittedAt      time.Time     // the first clock reading, unless derived
+	// ownTenant: step 2 found the principal's tenant equal to the
+	// revision's (both the source's own record's), so step 3 need not
+	// compare them again.
+	ownTenant      bool
+	features       policy.FeatureSet
+	trustPermitted bool                // step 7: the revision's tenant permits its trust class (reservation.TrustClass)
+	cells          policy.CellClassSet // configured classes compatible with the revision's threading and features
+	grant          policy.Budget
+	untilCaller    time.Duration // from the first reading to the caller's deadline, when it has one
+	wall           time.Duration // effective: the deadline is admittedAt + wall
+	admittedAt     time.Time     // the first clock reading, unless derived
 	// derived: the first reading is the controller's base plus
 	// sinceBase (see firstReading).
 	derived     bool
@@ -180,7 +184,7 @@ func (c *AdmissionController) checkIdentifiers(req *AdmissionRequest, node *poli
 	held := &noIdentity
 	if own != nil {
 		if sameIdentity(own, &r.RevisionIdentity) && revisionFits(r, node) {
-			d.identity, d.rev, d.slot = own, ownRev, ownSlot
+			d.identity, d.rev, d.slot, d.ownTenant = own, ownRev, ownSlot, ownTenant
 			return checkBudgetDimensions(&req.RequestedBudget)
 		}
 		held, d.reqs = own, nil
@@ -280,7 +284,7 @@ func (c *AdmissionController) checkPrincipal(req *AdmissionRequest, d *decision)
 		return errPrincipalDenied
 	}
 	// Step 2 looked (tenant, kind, subject) up on the allowlists.
-	if !d.principalListed || p.Tenant != req.Revision.Tenant || (p.Kind == policy.ServicePrincipal && p.Service == "") {
+	if !d.principalListed || (!d.ownTenant && p.Tenant != req.Revision.Tenant) || (p.Kind == policy.ServicePrincipal && p.Service == "") {
 		return errPrincipalDenied
 	}
 	return nil
