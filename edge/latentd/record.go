@@ -65,22 +65,17 @@ type recorder struct {
 	// load is the node's load state, which its controllers read and a
 	// decision's readings read too (on the system clock, as they do).
 	load core.NodeLoadSource
-	// parts and moves hold the *decisionParts and *trace.Move the
-	// writer is done with (its Recycle), for the next lines.
-	parts, moves sync.Pool
+	// parts holds the *decisionParts the writer is done with (its
+	// Recycle), for the next decisions.
+	parts sync.Pool
 }
 
-// Moved is the provider's core.Journal: starts and releases.
+// Moved is the provider's core.Journal: starts and releases. A move is
+// copied into the writer's queue (AddMove): nothing to allocate or
+// recycle.
 func (r *recorder) Moved(m core.LedgerMove) {
-	mv, ok := r.moves.Get().(*trace.Move)
-	if !ok {
-		mv = new(trace.Move)
-	}
-	l := coretrace.MoveLine(m, int64(time.Since(r.start)), mv)
-	l.Owner = mv
-	if !r.w.Add(l) {
-		r.moves.Put(mv)
-	}
+	kind, mv := coretrace.MoveOf(m)
+	r.w.AddMove(kind, m.Order, int64(time.Since(r.start)), mv)
 }
 
 // now is T for an event that happens as the line is made.
@@ -311,14 +306,11 @@ type decisionParts struct {
 	times [2]int64 // the requested wall time and deadline (SetRequest)
 }
 
-// recycle is the writer's Recycle: a decision's parts and a move,
-// written, are reused.
+// recycle is the writer's Recycle: a decision's parts, written, are
+// reused.
 func (r *recorder) recycle(owner any) {
-	switch o := owner.(type) {
-	case *decisionParts:
+	if o, ok := owner.(*decisionParts); ok {
 		r.parts.Put(o)
-	case *trace.Move:
-		r.moves.Put(o)
 	}
 }
 

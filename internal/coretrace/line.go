@@ -115,10 +115,17 @@ func AddSaturating(a, b int64) int64 {
 // MoveLine is the line of ledger move m at T t; its move is mv, which
 // the caller owns.
 func MoveLine(m core.LedgerMove, t int64, mv *trace.Move) trace.Line {
-	*mv = trace.Move{Of: m.Admission, ElapsedNS: int64(m.Elapsed), Refused: m.Refused, Reclaimed: m.Reclaimed}
-	kind := trace.KindRelease
+	var kind string
+	kind, *mv = MoveOf(m)
+	return trace.Line{Kind: kind, Order: m.Order, T: t, Move: mv}
+}
+
+// MoveOf is ledger move m's line kind (a start or a release) and its
+// move, by value: what [trace.Writer.AddMove] queues with m.Order.
+func MoveOf(m core.LedgerMove) (kind string, mv trace.Move) {
+	kind = trace.KindRelease
 	if m.Started {
 		kind = trace.KindStart
 	}
-	return trace.Line{Kind: kind, Order: m.Order, T: t, Move: mv}
+	return kind, trace.Move{Of: m.Admission, ElapsedNS: int64(m.Elapsed), Refused: m.Refused, Reclaimed: m.Reclaimed}
 }

@@ -144,10 +144,14 @@ type Writer struct {
 	finalError     error // what Close returns
 }
 
-// slot is a queued line and its QueuedBytes.
+// slot is a queued line and its QueuedBytes. A line queued by
+// [Writer.AddMove] keeps its move here, in the ring itself, and points
+// at it: a move is a few words, and copying it costs less than the
+// allocation or the pool that would keep it alive elsewhere.
 type slot struct {
 	line  Line
 	bytes int64
+	move  Move
 }
 
 // NewWriter creates (or truncates) cfg.Path, writes its header and starts
@@ -220,7 +224,7 @@ func (l *Line) QueuedBytes() int64 {
 // parts must not be changed after Add; when it returns false they are
 // the caller's again (its Owner is not handed to WriterConfig.Recycle).
 func (w *Writer) Add(line Line) bool {
-	switch w.tryAdd(&line) {
+	switch w.tryAdd(&line, nil) {
 	case added:
 		return true
 	case full:
@@ -234,7 +238,7 @@ func (w *Writer) Add(line Line) bool {
 // queue's bytes. False when the writer is closed.
 func (w *Writer) AddWait(line Line) bool {
 	for {
-		switch w.tryAdd(&line) {
+		switch w.tryAdd(&line, nil) {
 		case added:
 			return true
 		case closed:
@@ -242,6 +246,21 @@ func (w *Writer) AddWait(line Line) bool {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// AddMove queues a start or release line (kind) whose move is m, as Add
+// queues a line: it never blocks, and a line that finds the queue full is
+// dropped, counted, and AddMove returns false. m is copied into the
+// queue, so the caller keeps nothing for the writer to hand back.
+func (w *Writer) AddMove(kind string, order uint64, t int64, m Move) bool {
+	line := Line{Kind: kind, Order: order, T: t}
+	switch w.tryAdd(&line, &m) {
+	case added:
+		return true
+	case full:
+		w.dropped.Add(1)
+	}
+	return false
 }
 
 type addResult int
@@ -252,7 +271,9 @@ const (
 	closed
 )
 
-func (w *Writer) tryAdd(line *Line) addResult {
+// tryAdd queues line; when move is not nil, the line's move is a copy of
+// it kept in the line's slot.
+func (w *Writer) tryAdd(line *Line, move *Move) addResult {
 	n := line.QueuedBytes()
 	w.mu.Lock()
 	if w.closed {
@@ -267,7 +288,12 @@ func (w *Writer) tryAdd(line *Line) addResult {
 	if i >= len(w.ring) {
 		i -= len(w.ring)
 	}
-	w.ring[i] = slot{line: *line, bytes: n}
+	s := &w.ring[i]
+	s.line, s.bytes = *line, n
+	if move != nil {
+		s.move = *move
+		s.line.Move = &s.move
+	}
 	w.count++
 	w.queued += n
 	wake := w.wakeAt > 0 && (w.count >= w.wakeAt || w.queued >= w.wakeBytes)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -299,4 +300,46 @@ func TestWriterTakesLinesFromManyGoroutines(t *testing.T) {
 	for a, o := range last {
 		assert.EqualValues(t, (a+1)*each, o, "adder %d's last line", a)
 	}
+}
+
+// TestWriterAddMoveWritesWhatAddWrites queues moves by value through a
+// small queue that wraps many times, into slots that held decisions:
+// each line is the one Add writes for the same move (the move kept in
+// its slot, never a stale one), and AddMove after Close is refused.
+func TestWriterAddMoveWritesWhatAddWrites(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	dir := t.TempDir()
+	byValue, byAdd := filepath.Join(dir, "value.jsonl"), filepath.Join(dir, "add.jsonl")
+	wv, err := trace.NewWriter(trace.WriterConfig{Path: byValue, Buffer: 3})
+	require.NoError(t, err)
+	wa, err := trace.NewWriter(trace.WriterConfig{Path: byAdd})
+	require.NoError(t, err)
+	const n = 500
+	for i := uint64(1); i <= n; i++ {
+		// An empty queue takes the line: nothing is dropped.
+		for wv.QueuedBytes() != 0 {
+			runtime.Gosched()
+		}
+		if i%3 == 0 {
+			require.True(t, wv.Add(decision(i)))
+			require.True(t, wa.Add(decision(i)))
+			continue
+		}
+		kind := trace.KindStart
+		if i%2 == 0 {
+			kind = trace.KindRelease
+		}
+		m := trace.Move{Of: i - 1, ElapsedNS: int64(i) * 7, Refused: i%5 == 0, Reclaimed: i%7 == 0}
+		require.True(t, wa.Add(trace.Line{Kind: kind, Order: i, T: int64(i), Move: &trace.Move{Of: m.Of, ElapsedNS: m.ElapsedNS, Refused: m.Refused, Reclaimed: m.Reclaimed}}))
+		require.True(t, wv.AddMove(kind, i, int64(i), m))
+	}
+	require.NoError(t, wv.Close())
+	require.NoError(t, wa.Close())
+	require.False(t, wv.AddMove(trace.KindStart, n+1, 1, trace.Move{Of: 1}), "closed")
+	got, err := os.ReadFile(byValue)
+	require.NoError(t, err)
+	want, err := os.ReadFile(byAdd)
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(got))
+	assert.Len(t, readLines(t, byValue), n+1)
 }
