@@ -157,3 +157,28 @@ func TestTheWalkIsTrueToTheTree(t *testing.T) {
 	}
 	t.Logf("%d hops, %d distinct files, %d package crossings", len(hops), len(decls), crossings)
 }
+
+// The recording's tools are split by concern: no non-test file of
+// internal/shadow or internal/trace is over 400 lines (docs/operations.md,
+// the layout).
+func TestRecordingToolsFilesStayShort(t *testing.T) {
+	const limit = 400
+	for _, dir := range []string{"internal/shadow", "internal/trace"} {
+		names, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		if err != nil || len(names) == 0 {
+			t.Fatalf("%s: no Go files (%v)", dir, err)
+		}
+		for _, name := range names {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			data, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(string(data), "\n"); n > limit {
+				t.Errorf("%s: %d lines, over %d: split it by concern", name, n, limit)
+			}
+		}
+	}
+}
