@@ -18,6 +18,7 @@ import (
 
 	"latent.dev/admission/catalog"
 	"latent.dev/admission/core"
+	"latent.dev/admission/internal/cputime"
 	"latent.dev/admission/internal/trace"
 	"latent.dev/admission/policy"
 )
@@ -272,7 +273,7 @@ func BenchmarkAdmitRecording(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0, _ := cpuTime()
+			cpu0, _ := cputime.Process()
 			for b.Loop() {
 				var permit *core.AdmissionPermit
 				var err error
@@ -290,7 +291,7 @@ func BenchmarkAdmitRecording(b *testing.B) {
 			if n.rec != nil {
 				b.ReportMetric(float64(n.rec.w.Dropped())/float64(b.N), "dropped/op")
 			}
-			if cpu1, ok := cpuTime(); ok {
+			if cpu1, ok := cputime.Process(); ok {
 				b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 			}
 			shut = true

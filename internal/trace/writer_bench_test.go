@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"latent.dev/admission/internal/cputime"
 	"latent.dev/admission/internal/trace"
 )
 
@@ -123,7 +124,7 @@ func BenchmarkWriter(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		start := time.Now()
-		cpu0, _ := cpuTime()
+		cpu0, _ := cputime.Process()
 		for i := range b.N {
 			l := lines[i&1]
 			l.Order = uint64(i + 1)
@@ -154,7 +155,7 @@ func BenchmarkWriter(b *testing.B) {
 		lines := recordedLines(1)
 		b.ReportAllocs()
 		b.ResetTimer()
-		cpu0, _ := cpuTime()
+		cpu0, _ := cputime.Process()
 		for i := range b.N {
 			l := lines[i&1]
 			l.Order = uint64(i + 1)
@@ -171,7 +172,7 @@ func BenchmarkWriter(b *testing.B) {
 
 // reportCPU reports the CPU time used since cpu0 per op as unit.
 func reportCPU(b *testing.B, cpu0 time.Duration, unit string) {
-	if cpu1, ok := cpuTime(); ok {
+	if cpu1, ok := cputime.Process(); ok {
 		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), unit)
 	}
 }
