@@ -115,14 +115,7 @@ func recordedLines(order uint64) [2]trace.Line {
 // decides, and dropped/op the lines the writer could not keep up with.
 func BenchmarkWriter(b *testing.B) {
 	b.Run("through-file", func(b *testing.B) {
-		path := filepath.Join(b.TempDir(), "trace.jsonl")
-		w, err := trace.NewWriter(trace.WriterConfig{Path: path})
-		if err != nil {
-			b.Fatal(err)
-		}
-		lines := recordedLines(1)
-		b.ReportAllocs()
-		b.ResetTimer()
+		w, path, lines := benchWriter(b)
 		start := time.Now()
 		cpu0, _ := cputime.Process()
 		for i := range b.N {
@@ -147,14 +140,7 @@ func BenchmarkWriter(b *testing.B) {
 		b.ReportMetric(float64(info.Size())/float64(w.Written()), "bytes/line")
 	})
 	b.Run("add", func(b *testing.B) {
-		path := filepath.Join(b.TempDir(), "trace.jsonl")
-		w, err := trace.NewWriter(trace.WriterConfig{Path: path})
-		if err != nil {
-			b.Fatal(err)
-		}
-		lines := recordedLines(1)
-		b.ReportAllocs()
-		b.ResetTimer()
+		w, _, lines := benchWriter(b)
 		cpu0, _ := cputime.Process()
 		for i := range b.N {
 			l := lines[i&1]
@@ -168,6 +154,20 @@ func BenchmarkWriter(b *testing.B) {
 		}
 		b.ReportMetric(float64(w.Dropped())/float64(b.N), "dropped/op")
 	})
+}
+
+// benchWriter is a writer of a new trace file, the file's path and the
+// lines recordedLines makes, with the benchmark's timer reset.
+func benchWriter(b *testing.B) (*trace.Writer, string, [2]trace.Line) {
+	path := filepath.Join(b.TempDir(), "trace.jsonl")
+	w, err := trace.NewWriter(trace.WriterConfig{Path: path})
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := recordedLines(1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	return w, path, lines
 }
 
 // reportCPU reports the CPU time used since cpu0 per op as unit.
