@@ -163,8 +163,8 @@ func (s *permitState) elapsed() time.Duration {
 	return max(since-s.admitted, 0)
 }
 
-// Why this file uses unsafe (as metrics.go does for its stripe, and
-// steps.go for one string comparison, each saying why):
+// Why this file uses unsafe (as metrics.go does for its stripe, saying
+// why):
 // a permit must be inert when zeroed, copied or overwritten, yet the
 // reservation of a permit its holder dropped or overwrote must still be
 // reclaimed. Every safe form breaks one of the two:

@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/bits"
 	"time"
-	"unsafe"
 
 	"latent.dev/admission/core/atomicledger"
 	"latent.dev/admission/core/deadline"
@@ -218,34 +217,15 @@ var noIdentity policy.RevisionIdentity
 // sameIdentity is *a == *b written out: inline, it costs the cycle
 // about 30 ns less than the generated comparison (BenchmarkCycle).
 func sameIdentity(a, b *policy.RevisionIdentity) bool {
-	return a.Generation == b.Generation && same(a.Tenant, b.Tenant) && same(a.Service, b.Service) && same(a.Route, b.Route) &&
-		same(a.Contract, b.Contract) && same(a.Function, b.Function) && same(a.Revision, b.Revision) && same(a.Release, b.Release)
+	return a.Generation == b.Generation && a.Tenant == b.Tenant && a.Service == b.Service && a.Route == b.Route &&
+		a.Contract == b.Contract && a.Function == b.Function && a.Revision == b.Revision && a.Release == b.Release
 }
 
-// same is a == b, answered without a call when the two share their bytes.
-//
-// Why this file uses unsafe: an adapter builds a request's identity from
-// the record its resolver returned, so the seven strings sameIdentity
-// compares share the record's bytes. Go compiles every == of two strings
-// of the same length into a call of runtime.memequal, which checks the
-// pointers only once called, and each call spills the caller's registers:
-// the seven calls were 15% of an unauthorized rejection (BenchmarkReject,
-// pinned, interleaved in one run: 39 to 41 ns with them, 32 to 34
-// without), and validAs's six, 7% of an unknown-revision one (54 to 55
-// ns, then 50 to 51). No plain Go form compares two strings' pointers.
-// Only the pointers are compared; nothing is read through them or kept.
-func same(a, b string) bool {
-	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
-}
-
-// validAs is policy.ValidIdentifier(s, maxBytes) for an s that may share
-// its bytes with held, a non-empty identifier of a record the source
-// validated: sharing them, s obeys the character rules and only its
-// length is checked. An s equal to held but with bytes of its own is
-// scanned, which answers the same (see same for why the pointers are
-// compared).
+// validAs is policy.ValidIdentifier(s, maxBytes) for an s that may equal
+// held, a non-empty identifier of a record the source validated: equal
+// to it, s obeys the character rules and only its length is checked.
 func validAs(s, held string, maxBytes uint32) bool {
-	if len(s) != 0 && len(s) == len(held) && unsafe.StringData(s) == unsafe.StringData(held) {
+	if len(s) != 0 && s == held {
 		return uint64(len(s)) <= uint64(maxBytes)
 	}
 	return policy.ValidIdentifier(s, maxBytes)

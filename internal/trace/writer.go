@@ -223,15 +223,7 @@ func (l *Line) QueuedBytes() int64 {
 // (and counted when the queue was full) and Add returns false. The line's
 // parts must not be changed after Add; when it returns false they are
 // the caller's again (its Owner is not handed to WriterConfig.Recycle).
-func (w *Writer) Add(line Line) bool {
-	switch w.tryAdd(&line, nil) {
-	case added:
-		return true
-	case full:
-		w.dropped.Add(1)
-	}
-	return false
-}
+func (w *Writer) Add(line Line) bool { return w.add(&line, nil) }
 
 // AddWait queues line, waiting while the queue is full: for the lines of
 // the catalog a recording starts with, which may be far more than the
@@ -253,8 +245,12 @@ func (w *Writer) AddWait(line Line) bool {
 // dropped, counted, and AddMove returns false. m is copied into the
 // queue, so the caller keeps nothing for the writer to hand back.
 func (w *Writer) AddMove(kind string, order uint64, t int64, m Move) bool {
-	line := Line{Kind: kind, Order: order, T: t}
-	switch w.tryAdd(&line, &m) {
+	return w.add(&Line{Kind: kind, Order: order, T: t}, &m)
+}
+
+// add is Add and AddMove: tryAdd, counting a line the full queue drops.
+func (w *Writer) add(line *Line, move *Move) bool {
+	switch w.tryAdd(line, move) {
 	case added:
 		return true
 	case full:
