@@ -163,17 +163,17 @@ func implOf[P interface {
 	}
 }
 
-// request resolves target through the pin, as an adapter would.
+// request resolves target through the pin, as latentd does: the request
+// names no identity, and its handle carries the revision.
 func (e *env) request(b testing.TB, tenant, subject string, target catalog.Target) core.AdmissionRequest {
 	b.Helper()
-	rev, handle, err := e.pin.Resolve(target, "routing-key-1")
+	_, handle, err := e.pin.Resolve(target, "routing-key-1")
 	if err != nil {
 		b.Fatal(err)
 	}
 	return core.AdmissionRequest{
 		ActivationID:    "act-1",
 		Principal:       core.Principal{Kind: policy.UserPrincipal, Subject: subject, Tenant: tenant},
-		Revision:        *rev,
 		Handle:          handle,
 		RequestedBudget: policy.Budget{CPUFuel: 1_000_000, MemoryBytes: 8 << 20},
 		PayloadBytes:    1024,

@@ -100,20 +100,27 @@ func TestHandles(t *testing.T) {
 				held := resizeRevision()
 				fc.set(&held, strings.Repeat("x", n))
 				src.add(held, resizePolicy())
-				req := request("v")
-				req.Revision, req.Handle = held, src.handle(held.RevisionIdentity)
-				p, err := f.ctl.WithPolicySource(src).AdmitAt(req, at(0))
-				switch {
-				case n == fc.n && err != fc.want.err():
-					t.Errorf("%v: got %v", fc.want.err(), err)
-				case n < fc.n && fc.want == errRevisionTenant:
-					// At the bound an unknown tenant is step 3's answer.
-					wantError(t, err, CodePermissionDenied, ScopePrincipal, DimIdentity, ReasonPrincipalNotAuthorized, false)
-				case n < fc.n && err != nil:
-					t.Errorf("%v at the bound: %v", fc.want.err(), err)
-				}
-				if p != nil {
-					p.Release()
+				// The request names the record's identity, or names none
+				// and carries it by its handle: the same answer.
+				for _, named := range []bool{true, false} {
+					req := request("v")
+					req.Revision, req.Handle = held, src.handle(held.RevisionIdentity)
+					if !named {
+						req.Revision = policy.ResolvedRevision{}
+					}
+					p, err := f.ctl.WithPolicySource(src).AdmitAt(req, at(0))
+					switch {
+					case n == fc.n && err != fc.want.err():
+						t.Errorf("%v (named %v): got %v", fc.want.err(), named, err)
+					case n < fc.n && fc.want == errRevisionTenant:
+						// At the bound an unknown tenant is step 3's answer.
+						wantError(t, err, CodePermissionDenied, ScopePrincipal, DimIdentity, ReasonPrincipalNotAuthorized, false)
+					case n < fc.n && err != nil:
+						t.Errorf("%v at the bound (named %v): %v", fc.want.err(), named, err)
+					}
+					if p != nil {
+						p.Release()
+					}
 				}
 			}
 		}
@@ -249,29 +256,94 @@ func TestPermitBlockIsSmall(t *testing.T) {
 	}
 }
 
-// sameIdentity answers by the strings' bytes: two identities built
-// apart, with no byte shared, are the same when every field is equal, and
-// differ when one field differs in one byte (same length, so only the
-// bytes tell).
-func TestSameIdentityComparesBytesNotAddresses(t *testing.T) {
+// Step 2 compares the request's identity with the record's by the
+// strings' bytes: an identity built apart, with no byte shared, is the
+// record's (no lookup), and one that differs in one byte of one field
+// (same length, so only the bytes tell) is verified by a lookup.
+func TestAnIdentityIsTheRecordsByItsBytesNotItsAddresses(t *testing.T) {
 	fresh := func(s string) string { return string([]byte(s)) }
-	a := policy.RevisionIdentity{Generation: 3, Tenant: "acme", Service: "thumbs", Route: "resize", Contract: "img",
-		Function: "resize", Revision: "rev-0001", Release: "rel-0001"}
-	b := policy.RevisionIdentity{Generation: 3, Tenant: fresh(a.Tenant), Service: fresh(a.Service), Route: fresh(a.Route),
-		Contract: fresh(a.Contract), Function: fresh(a.Function), Revision: fresh(a.Revision), Release: fresh(a.Release)}
-	if !sameIdentity(&a, &b) || !sameIdentity(&a, &a) {
-		t.Fatal("equal identities built apart, or one with itself, differ")
+	f := newFixture(t, nil)
+	a := resizeRevision()
+	b := a
+	b.Tenant, b.Service, b.Route, b.Contract = fresh(a.Tenant), fresh(a.Service), fresh(a.Route), fresh(a.Contract)
+	b.Function, b.Revision, b.Release = fresh(a.Function), fresh(a.Revision), fresh(a.Release)
+	admit := func(r policy.ResolvedRevision) (int64, error) {
+		req := request("bytes")
+		req.Revision, req.Handle = r, f.source.handle(a.RevisionIdentity)
+		f.source.looked.Store(0)
+		p, err := f.ctl.AdmitAt(req, at(0))
+		if p != nil {
+			p.Release()
+		}
+		return f.source.looked.Load(), err
+	}
+	if looks, err := admit(b); err != nil || looks != 0 {
+		t.Fatalf("an equal identity built apart: %v, %d lookups", err, looks)
 	}
 	fields := []*string{&b.Tenant, &b.Service, &b.Route, &b.Contract, &b.Function, &b.Revision, &b.Release}
-	for i, f := range fields {
-		was := *f
-		last := was[len(was)-1] ^ 1
-		*f = was[:len(was)-1] + string(rune(last))
-		if sameIdentity(&a, &b) {
-			t.Errorf("field %d: %q and %q of the same length are the same", i, was, *f)
+	for i, fp := range fields {
+		was := *fp
+		*fp = was[:len(was)-1] + string(rune(was[len(was)-1]^1))
+		// Another tenant is step 3's answer; any other field, step 5's.
+		want, wantLooks := errRevisionMissing, int64(1)
+		if i == 0 {
+			want, wantLooks = errPrincipalDenied, 0
 		}
-		*f = was
+		if looks, err := admit(b); err != want.err() || looks != wantLooks {
+			t.Errorf("field %d: %q for %q: %v, %d lookups", i, *fp, was, err, looks)
+		}
+		*fp = was
 	}
+}
+
+// A request that names no identity and carries its source's own handle is
+// the handle's record's: admitted as the record without a lookup, its
+// grant the record's identity. Without the handle, or with a handle the
+// source does not recognise, or through a plain source, it names nothing
+// and gets step 2's answer for its empty tenant.
+func TestAHandleCarriesTheRevisionOfARequestThatNamesNone(t *testing.T) {
+	other := &mapSource{}
+	other.add(resizeRevision(), resizePolicy())
+	f := newFixture(t, nil)
+	own := f.source.handle(resizeRevision().RevisionIdentity)
+	for name, tc := range map[string]struct {
+		ctl    *AdmissionController
+		handle RevisionHandle
+		want   *rejection
+	}{
+		"own handle":       {f.ctl, own, nil},
+		"no handle":        {f.ctl, nil, errRevisionTenant},
+		"another's handle": {f.ctl, other.handle(resizeRevision().RevisionIdentity), errRevisionTenant},
+		"plain source":     {f.ctl.WithPolicySource(plainSource{f.source}), own, errRevisionTenant},
+		"typed nil handle": {f.ctl, (*mapHandle)(nil), errRevisionTenant},
+	} {
+		req := request("named-none")
+		req.Revision, req.Handle = policy.ResolvedRevision{}, tc.handle
+		f.source.looked.Store(0)
+		p, err := tc.ctl.AdmitAt(req, at(0))
+		switch {
+		case tc.want == nil && err != nil:
+			t.Fatalf("%s: %v", name, err)
+		case tc.want != nil && err != tc.want.err():
+			t.Fatalf("%s: got %v, want %v", name, err, tc.want.err())
+		}
+		if p != nil {
+			if got := p.Grant().Revision; got != resizeRevision().RevisionIdentity {
+				t.Fatalf("%s: granted %+v", name, got)
+			}
+			p.Release()
+			if n := f.source.looked.Load(); n != 0 {
+				t.Fatalf("%s: %d lookups", name, n)
+			}
+		}
+	}
+	// Step 3 judges the record's tenant: a listed principal of another
+	// tenant is denied, not taken for the record's.
+	req := request("named-none")
+	req.Revision, req.Handle = policy.ResolvedRevision{}, own
+	req.Principal.Tenant, req.Principal.Subject = "globex", "bob"
+	_, err := f.ctl.AdmitAt(req, at(0))
+	wantError(t, err, CodePermissionDenied, ScopePrincipal, DimIdentity, ReasonPrincipalNotAuthorized, false)
 }
 
 // validAs checks only the length of an identifier equal to the held
@@ -291,11 +363,16 @@ func TestValidAsChecksOnlyTheLengthOfTheHeldIdentifier(t *testing.T) {
 		{"another, over the bound", "rev-00021", 8, false},
 		{"an invalid one", "rev 0002", 8, false},
 	} {
-		if got := validAs(tc.s, held, tc.max); got != tc.want {
+		same := true
+		if got := validAs(tc.s, held, tc.max, &same); got != tc.want {
 			t.Errorf("%s: validAs(%q, %q, %d) = %v", tc.name, tc.s, held, tc.max, got)
 		}
+		if want := tc.s == held; same != want {
+			t.Errorf("%s: same is %v, want %v", tc.name, same, want)
+		}
 	}
-	if validAs(noIdentity.Tenant, noIdentity.Tenant, 8) || validAs("", noIdentity.Tenant, 8) {
+	same := true
+	if validAs(noIdentity.Tenant, noIdentity.Tenant, 8, &same) || validAs("", noIdentity.Tenant, 8, &same) || validAs("", held, 8, &same) {
 		t.Error("an empty identifier is valid")
 	}
 }

@@ -11,15 +11,24 @@ type AdmissionRequest struct {
 	ActivationID string
 	Principal    Principal
 	// Revision is the route resolver's answer, verified field by field
-	// against the controller's pinned view.
+	// against the controller's pinned view. Its identity may be left
+	// zero when Handle carries the revision (below).
 	Revision policy.ResolvedRevision
 	// Handle is what the route resolver handed out beside Revision, if
 	// it hands any out (catalog.Pin.Resolve does). When the controller's
-	// source recognises it as one of its own records and Revision's
-	// identity is that record's, admission takes the record as verified;
-	// otherwise (no handle, another source's, an edited identity) it
-	// verifies Revision field by field. Either way the answer is the
-	// same; only the cost differs.
+	// source recognises it as one of its own records:
+	//   - a request whose Revision identity is zero (no field set) is the
+	//     record's: the handle carries the revision, which nobody can
+	//     edit, so nothing is compared (latentd's requests are so);
+	//   - a request whose identity is the record's, field by field, is
+	//     taken as verified;
+	//   - any other identity is verified field by field, as without a
+	//     handle.
+	// Either way the answer is the one the request naming the record's
+	// identity gets; only the cost differs. A handle the source does
+	// not recognise (nil, another source's, any handle through a plain
+	// source) carries nothing: a request naming no identity with it
+	// names none, step 2's answer.
 	Handle          RevisionHandle
 	RequestedBudget policy.Budget
 	// Deadline is the caller's absolute deadline in unix milliseconds, if

@@ -159,15 +159,14 @@ func runPipeline(cfg config, pol *policy.NodeAdmissionPolicy, file catalog.File,
 func (s *soak) invokeOnce(pipe *pipeline.Pipeline, rng *rand.Rand, w int) (string, time.Duration) {
 	t := &s.templates[rng.IntN(len(s.templates))]
 	pin := (*s.pins.Load())[0]
-	rev, handle, err := pin.Resolve(t.target, strconv.FormatUint(rng.Uint64(), 36))
+	_, handle, err := pin.Resolve(t.target, strconv.FormatUint(rng.Uint64(), 36))
 	if err != nil {
 		return "unresolved", 0
 	}
 	req := &core.AdmissionRequest{
 		ActivationID:    "p" + strconv.Itoa(w) + "-" + strconv.FormatUint(rng.Uint64(), 36),
 		Principal:       t.principal,
-		Revision:        *rev,
-		Handle:          handle,
+		Handle:          handle, // as latentd's: the handle carries rev
 		RequestedBudget: policy.Budget{CPUFuel: 1 + rng.Uint64N(1_000_000_000), MemoryBytes: 1 + rng.Uint64N(32<<20)},
 		PayloadBytes:    rng.Uint64N(t.payload + 1),
 		Priority:        rng.Uint32N(t.priority + 1),

@@ -130,8 +130,7 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	req := core.AdmissionRequest{
 		ActivationID:    inv.activationID,
 		Principal:       who,
-		Revision:        *rev,
-		Handle:          handle,
+		Handle:          handle, // it carries rev: the request names no identity of its own
 		RequestedBudget: inv.budget,
 		Deadline:        inv.deadline,
 		PayloadBytes:    measured,
@@ -141,7 +140,7 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	if n.rec == nil {
 		permit, err = v.controller.Admit(&req)
 	} else {
-		permit, err = n.rec.admit(v, r, &req, principal, &inv)
+		permit, err = n.rec.admit(v, r, &req, &rev.RevisionIdentity, principal, &inv)
 	}
 	if err != nil {
 		n.rejectErr(w, err)

@@ -332,12 +332,13 @@ func (r *recorder) newParts() *decisionParts {
 // (coretrace.Recording, on the node's clock and load state, as its
 // controllers read), and the decision's line, its parts in one
 // decisionParts that the writer hands back once it has written the line.
-func (r *recorder) admit(v *view, req *http.Request, areq *core.AdmissionRequest, p Principal, inv *invocation) (*core.AdmissionPermit, error) {
+// id is the revision's identity, which areq's handle carries.
+func (r *recorder) admit(v *view, req *http.Request, areq *core.AdmissionRequest, id *policy.RevisionIdentity, p Principal, inv *invocation) (*core.AdmissionPermit, error) {
 	parts := r.newParts()
 	permit, err := v.controller.AdmitWith(areq, &parts.in)
 	d := &parts.d
 	setTarget(d, req, inv)
-	coretrace.SetRequest(d, areq, &parts.rev, &parts.times)
+	coretrace.SetRequest(d, areq, id, &parts.rev, &parts.times)
 	setPrincipal(&parts.p, p)
 	d.Stage, d.Principal, d.Generation = trace.StageCore, &parts.p, v.pin.Generation()
 	order, t, clock := parts.in.Put(d, r.start)

@@ -266,8 +266,7 @@ func BenchmarkAdmitRecording(b *testing.B) {
 			req := core.AdmissionRequest{
 				ActivationID:    inv.activationID,
 				Principal:       core.Principal{Kind: principal.Kind, Subject: principal.Subject, Tenant: principal.Tenant},
-				Revision:        *rev,
-				Handle:          handle,
+				Handle:          handle, // as invoke's: the handle carries rev
 				RequestedBudget: inv.budget,
 				PayloadBytes:    1,
 			}
@@ -280,7 +279,7 @@ func BenchmarkAdmitRecording(b *testing.B) {
 				if n.rec == nil {
 					permit, err = v.controller.Admit(&req)
 				} else {
-					permit, err = n.rec.admit(v, r, &req, principal, &inv)
+					permit, err = n.rec.admit(v, r, &req, &rev.RevisionIdentity, principal, &inv)
 				}
 				if err != nil {
 					b.Fatal(err)

@@ -28,7 +28,7 @@ func TestARequestRoundTrips(t *testing.T) {
 	} {
 		var d trace.Decision
 		var r trace.Revision
-		SetRequest(&d, &req, &r, new([2]int64))
+		SetRequest(&d, &req, &req.Revision.RevisionIdentity, &r, new([2]int64))
 		assert.Equal(t, trace.Revision{Tenant: "acme", Service: "thumbs", Route: "resize", Contract: "c", Function: "f", Revision: "r1", Release: "rel1"}, *d.Revision)
 		var back core.AdmissionRequest
 		Request(&back, &d, req.Principal, &rev, nil)

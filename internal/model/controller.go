@@ -55,10 +55,32 @@ func (c *Controller) AdmitAt(req *core.AdmissionRequest, now time.Time) (*Permit
 	return c.admit(req, now, func() time.Time { return now })
 }
 
+// carried is req with the revision its handle carries: a request that
+// names no identity (every field of Revision's identity zero) and whose
+// handle the controller's source keeps as one of its own records is that
+// record's request. Any other request is itself.
+func (c *Controller) carried(req *core.AdmissionRequest) *core.AdmissionRequest {
+	if req.Revision.RevisionIdentity != (policy.RevisionIdentity{}) {
+		return req
+	}
+	rs, ok := c.source.(core.RecordSource)
+	if !ok {
+		return req
+	}
+	id, _, _, ok := rs.OwnRecord(req.Handle)
+	if !ok {
+		return req
+	}
+	r := *req
+	r.Revision.RevisionIdentity = *id
+	return &r
+}
+
 // admit runs the decision table (docs/decision-table.md) in order; the first failure is the
 // answer. Steps 1 to 12 read only immutable data; step 13 holds the mutex
 // from its clock reading to the commit.
 func (c *Controller) admit(req *core.AdmissionRequest, now time.Time, resample func() time.Time) (*Permit, error) {
+	req = c.carried(req)
 	m := c.model
 	node := &m.policy.Node
 	if err := checkMetadata(req, node); err != nil { // step 1

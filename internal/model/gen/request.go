@@ -69,6 +69,12 @@ func Request(t *rapid.T, p *policy.NodeAdmissionPolicy, revisions []policy.Resol
 	if Chance(t, 1, 3, "req.break") {
 		breakRequest(t, p, req, now)
 	}
+	if req.Handle != nil && Chance(t, 1, 3, "req.revision.carried") {
+		// The request names no identity and leaves its handle to carry
+		// the revision, as latentd's requests do (after any break, so
+		// that a broken identity is not always the one taken away).
+		req.Revision.RevisionIdentity = policy.RevisionIdentity{}
+	}
 	return req
 }
 
