@@ -166,7 +166,7 @@ func (s *soak) invokeOnce(pipe *pipeline.Pipeline, rng *rand.Rand, w int) (strin
 	req := &core.AdmissionRequest{
 		ActivationID:    "p" + strconv.Itoa(w) + "-" + strconv.FormatUint(rng.Uint64(), 36),
 		Principal:       t.principal,
-		Handle:          handle, // as latentd's: the handle carries rev
+		Handle:          handle, // as latentd's: the handle carries the revision
 		RequestedBudget: policy.Budget{CPUFuel: 1 + rng.Uint64N(1_000_000_000), MemoryBytes: 1 + rng.Uint64N(32<<20)},
 		PayloadBytes:    rng.Uint64N(t.payload + 1),
 		Priority:        rng.Uint32N(t.priority + 1),

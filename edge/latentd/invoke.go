@@ -140,7 +140,7 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	if n.rec == nil {
 		permit, err = v.controller.Admit(&req)
 	} else {
-		permit, err = n.rec.admit(v, r, &req, &rev.RevisionIdentity, principal, &inv)
+		permit, err = n.rec.admit(v, r, &req, principal, &inv)
 	}
 	if err != nil {
 		n.rejectErr(w, err)

@@ -302,7 +302,6 @@ type decisionParts struct {
 	in    coretrace.Recording
 	d     trace.Decision
 	p     trace.Principal
-	rev   trace.Revision
 	times [2]int64 // the requested wall time and deadline (SetRequest)
 }
 
@@ -316,7 +315,7 @@ func (r *recorder) recycle(owner any) {
 
 // newParts is a decisionParts whose readings, reading the node's clock
 // and load, and decision are zero: one the writer is done with, or a new
-// one. (admit sets the principal and the revision whole, and the times
+// one. (admit sets the principal whole, and the times
 // it points at.)
 func (r *recorder) newParts() *decisionParts {
 	parts, ok := r.parts.Get().(*decisionParts)
@@ -332,13 +331,12 @@ func (r *recorder) newParts() *decisionParts {
 // (coretrace.Recording, on the node's clock and load state, as its
 // controllers read), and the decision's line, its parts in one
 // decisionParts that the writer hands back once it has written the line.
-// id is the revision's identity, which areq's handle carries.
-func (r *recorder) admit(v *view, req *http.Request, areq *core.AdmissionRequest, id *policy.RevisionIdentity, p Principal, inv *invocation) (*core.AdmissionPermit, error) {
+func (r *recorder) admit(v *view, req *http.Request, areq *core.AdmissionRequest, p Principal, inv *invocation) (*core.AdmissionPermit, error) {
 	parts := r.newParts()
 	permit, err := v.controller.AdmitWith(areq, &parts.in)
 	d := &parts.d
 	setTarget(d, req, inv)
-	coretrace.SetRequest(d, areq, id, &parts.rev, &parts.times)
+	coretrace.SetRequest(d, areq, &parts.times)
 	setPrincipal(&parts.p, p)
 	d.Stage, d.Principal, d.Generation = trace.StageCore, &parts.p, v.pin.Generation()
 	order, t, clock := parts.in.Put(d, r.start)

@@ -11,13 +11,13 @@ import (
 )
 
 // SetRequest puts what a decision line says of an admission request in
-// d: its activation ID, revision (id: the identity the request names,
-// or that its handle carries when it names none), priority, budget,
-// payload size and deadline. The requested wall time and the deadline,
-// when set, are kept in times and d points at them; rev holds the
-// revision d points at. (The line's target, routing key and principal
-// are the edge's: the recorder sets them.)
-func SetRequest(d *trace.Decision, req *core.AdmissionRequest, id *policy.RevisionIdentity, rev *trace.Revision, times *[2]int64) {
+// d: its activation ID, priority, budget, payload size and deadline. The
+// requested wall time and the deadline, when set, are kept in times and
+// d points at them. (The line's target, routing key and principal are
+// the edge's: the recorder sets them. The revision is not written: the
+// replay resolves the target and routing key in the line's pin
+// generation again, which is what the edge did.)
+func SetRequest(d *trace.Decision, req *core.AdmissionRequest, times *[2]int64) {
 	d.ActivationID, d.Priority, d.PayloadBytes = req.ActivationID, req.Priority, req.PayloadBytes
 	b := &req.RequestedBudget
 	d.Budget = trace.Budget{CPUFuel: b.CPUFuel, MemoryBytes: b.MemoryBytes}
@@ -30,10 +30,7 @@ func SetRequest(d *trace.Decision, req *core.AdmissionRequest, id *policy.Revisi
 		times[1] = req.Deadline.Value
 		d.DeadlineUnixMS = &times[1]
 	}
-	r := id
-	*rev = trace.Revision{Tenant: r.Tenant, Service: r.Service, Route: r.Route, Contract: r.Contract,
-		Function: r.Function, Revision: r.Revision, Release: r.Release}
-	d.Revision = rev
+	d.Revision = nil
 }
 
 // Request is SetRequest's reverse: the admission request of decision d,

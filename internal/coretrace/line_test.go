@@ -27,9 +27,9 @@ func TestARequestRoundTrips(t *testing.T) {
 		{ActivationID: "a-2", Revision: rev, RequestedBudget: policy.Budget{CPUFuel: 1, MemoryBytes: 2}},
 	} {
 		var d trace.Decision
-		var r trace.Revision
-		SetRequest(&d, &req, &req.Revision.RevisionIdentity, &r, new([2]int64))
-		assert.Equal(t, trace.Revision{Tenant: "acme", Service: "thumbs", Route: "resize", Contract: "c", Function: "f", Revision: "r1", Release: "rel1"}, *d.Revision)
+		d.Revision = &trace.Revision{Tenant: "left", Service: "over"}
+		SetRequest(&d, &req, new([2]int64))
+		assert.Nil(t, d.Revision, "a decision line does not repeat the revision its target resolves to")
 		var back core.AdmissionRequest
 		Request(&back, &d, req.Principal, &rev, nil)
 		assert.Equal(t, req, back)

@@ -106,7 +106,7 @@ func appendLine(dst []byte, l *Line, e *fragments) ([]byte, error) {
 }
 
 // appendDecision appends d's fields, each after a comma; its principal,
-// target, revision and budget through e when it is not nil.
+// target and budget through e when it is not nil.
 func appendDecision(dst []byte, d *Decision, e *fragments) []byte {
 	dst = append(dst, `,"stage":`...)
 	dst = appendString(dst, d.Stage)
@@ -124,11 +124,7 @@ func appendDecision(dst []byte, d *Decision, e *fragments) []byte {
 	}
 	dst = appendOptString(dst, `,"routing_key":`, d.RoutingKey)
 	if r := d.Revision; r != nil {
-		if e != nil {
-			dst = e.appendRevision(dst, r)
-		} else {
-			dst = appendRevision(dst, r)
-		}
+		dst = appendRevision(dst, r)
 	}
 	if d.Generation != 0 {
 		dst = append(dst, `,"pin_generation":`...)

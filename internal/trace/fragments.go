@@ -1,7 +1,7 @@
 package trace
 
 // fragments are the parts of a decision line that a node's decisions
-// repeat: the principal, the target, the revision and the budget. The
+// repeat: the principal, the target and the budget. The
 // writer keeps each as the last decision that had it, with its encoding,
 // and a decision whose part equals the kept one (compared by value: its
 // strings are usually the very ones of the catalog and the policy, and
@@ -18,8 +18,6 @@ type fragments struct {
 	principalJSON []byte // empty: none kept
 	target        Target
 	targetJSON    []byte
-	revision      Revision
-	revisionJSON  []byte
 	budget        budgetKey
 	budgetJSON    []byte
 }
@@ -76,19 +74,6 @@ func (e *fragments) appendTarget(dst []byte, t *Target) []byte {
 	e.target = Target{}
 	if keep(&e.targetJSON, dst[start:]) {
 		e.target = *t
-	}
-	return dst
-}
-
-func (e *fragments) appendRevision(dst []byte, r *Revision) []byte {
-	if len(e.revisionJSON) != 0 && *r == e.revision {
-		return append(dst, e.revisionJSON...)
-	}
-	start := len(dst)
-	dst = appendRevision(dst, r)
-	e.revision = Revision{}
-	if keep(&e.revisionJSON, dst[start:]) {
-		e.revision = *r
 	}
 	return dst
 }

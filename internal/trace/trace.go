@@ -9,7 +9,8 @@
 //
 // A trace holds no token, no payload and no claim's value: a principal
 // is its kind, subject, tenant and service, and a request is its
-// metadata (activation ID, target, revision, priority, budget, sizes).
+// metadata (activation ID, target and routing key, priority, budget,
+// sizes).
 package trace
 
 // Version is the format's version; a header with another is refused.
@@ -200,8 +201,11 @@ type Decision struct {
 	// RoutingKey is the Latent-Routing-Key the route was resolved with
 	// (a replay resolves the target again with it).
 	RoutingKey string `json:"routing_key,omitempty"`
-	// Revision is what the route resolved to; nil when it was not
-	// resolved (the edge answered first, or it resolved to nothing).
+	// Revision is what the route resolved to, as recordings before
+	// this field was left out wrote it; a reader still reads it. A
+	// recorder now leaves it nil: the target and routing key resolve to
+	// it in the pin generation, which is what a replay does, so the
+	// line need not repeat it (a third of a decision and its release).
 	Revision *Revision `json:"revision,omitempty"`
 	// Generation is the catalog generation the request was resolved in.
 	Generation     uint64 `json:"pin_generation,omitempty"`

@@ -179,7 +179,7 @@ func (r *Recorder) Admit(req Request) *core.AdmissionPermit {
 	}
 	p, err := ctrl.AdmitWith(&ar, in)
 	d.Stage = trace.StageCore
-	coretrace.SetRequest(d, &ar, &ar.Revision.RevisionIdentity, new(trace.Revision), new([2]int64))
+	coretrace.SetRequest(d, &ar, new([2]int64))
 	order, t, clock := rec.Put(d, r.Clock.Start)
 	line.Order = order
 	if clock {
