@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -161,29 +161,29 @@ type liveStep struct {
 // shared clock; a step never comes before the one ordered before it.
 func acmeSteps(t *testing.T, n *fleetNode) []liveStep {
 	t.Helper()
-	f, err := os.Open(n.trace)
+	// As the replay reads it: each decision whole.
+	r, err := trace.Open([]string{n.trace}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer r.Close()
 	type ordered struct {
 		order uint64
 		t     int64
 		delta int
 	}
-	var start int64
+	start := r.Header().StartUnixNano
 	var evs []ordered
 	acme := map[uint64]bool{} // admitted acme permits not yet released, by order
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), trace.MaxLineBytes)
-	for sc.Scan() {
-		var l trace.Line
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+	for {
+		l, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
 			t.Fatalf("%s: %v", n.trace, err)
 		}
 		switch l.Kind {
-		case trace.KindHeader:
-			start = l.Header.StartUnixNano
 		case trace.KindDropped:
 			t.Fatalf("%s: the recorder dropped lines", n.trace)
 		case trace.KindDecision:
@@ -204,9 +204,6 @@ func acmeSteps(t *testing.T, n *fleetNode) []liveStep {
 				evs = append(evs, ordered{l.Order, l.T, -1})
 			}
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	if len(acme) != 0 {
 		t.Fatalf("%s: %d acme permits never released", n.trace, len(acme))

@@ -1,9 +1,8 @@
 package latentd
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -38,15 +37,21 @@ func readTrace(t *testing.T, path string) ([]trace.Line, string) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	var lines []trace.Line
-	sc := bufio.NewScanner(strings.NewReader(string(data)))
-	sc.Buffer(nil, 1<<22)
-	for sc.Scan() {
-		var l trace.Line
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &l), "line %s", sc.Text())
+	// As the replay reads it: in order, each decision whole (the parts
+	// a line names in "same" put back). The header comes first.
+	r, err := trace.Open([]string{path}, 0)
+	require.NoError(t, err)
+	defer r.Close()
+	h := r.Header()
+	lines := []trace.Line{{Kind: trace.KindHeader, Header: &h}}
+	for {
+		l, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
 		lines = append(lines, l)
 	}
-	require.NoError(t, sc.Err())
 	return lines, string(data)
 }
 

@@ -75,6 +75,8 @@ func (d *recordedDecoder) line(line *Line) {
 		// Decision
 		case "stage":
 			l.decision().Stage = d.istr()
+		case "same":
+			l.decision().Same = d.uint8()
 		case "principal":
 			dec := l.decision()
 			if d.null() {

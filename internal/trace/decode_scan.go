@@ -214,6 +214,14 @@ func (d *recordedDecoder) uint32() uint32 {
 	return uint32(v)
 }
 
+func (d *recordedDecoder) uint8() uint8 {
+	v := d.uint64()
+	if v > 1<<8-1 {
+		d.fail()
+	}
+	return uint8(v)
+}
+
 func (d *recordedDecoder) float64() float64 {
 	lit, _ := d.number()
 	if !d.ok {

@@ -4,7 +4,8 @@ import "strconv"
 
 // AppendLine appends l to dst as one line of a trace: exactly the bytes
 // a json.Encoder with SetEscapeHTML(false) writes for it (its JSON and a
-// newline), without reflection. The writer encodes every line with it;
+// newline), without reflection. The writer encodes every line with it,
+// but for the parts of a decision it leaves out (Decision.Same);
 // FuzzAppendLineMatchesEncodingJSON holds it to encoding/json.
 //
 // A line that encoding/json refuses (a NaN or infinite pressure) is an
@@ -13,8 +14,9 @@ func AppendLine(dst []byte, l *Line) ([]byte, error) {
 	return appendLine(dst, l, nil)
 }
 
-// appendLine is AppendLine, taking a decision's repeated parts from e
-// when it is not nil.
+// appendLine is AppendLine, or with e (the writer's fragments) the same
+// line less a decision's parts equal to the ones e keeps, which it names
+// in "same" (fragments.go).
 func appendLine(dst []byte, l *Line, e *fragments) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, `{"k":`...)
@@ -105,22 +107,33 @@ func appendLine(dst []byte, l *Line, e *fragments) ([]byte, error) {
 	return append(dst, '}', '\n'), nil
 }
 
-// appendDecision appends d's fields, each after a comma; its principal,
-// target and budget through e when it is not nil.
+// appendDecision appends d's fields, each after a comma. With e (the
+// writer's), the parts equal to e's kept ones are left out and named in
+// "same" instead of d.Same, and the parts written in full are kept.
 func appendDecision(dst []byte, d *Decision, e *fragments) []byte {
+	same := d.Same
+	if e != nil {
+		same = e.same(d)
+	}
 	dst = append(dst, `,"stage":`...)
 	dst = appendString(dst, d.Stage)
-	if p := d.Principal; p != nil {
+	if same != 0 {
+		dst = append(dst, `,"same":`...)
+		dst = strconv.AppendUint(dst, uint64(same), 10)
+	}
+	if p := d.Principal; p != nil && (e == nil || same&SamePrincipal == 0) {
+		start := len(dst)
+		dst = appendPrincipal(dst, p)
 		if e != nil {
-			dst = e.appendPrincipal(dst, p)
-		} else {
-			dst = appendPrincipal(dst, p)
+			e.keepPrincipal(p, len(dst)-start)
 		}
 	}
-	if e != nil {
-		dst = e.appendTarget(dst, &d.Target)
-	} else {
+	if e == nil || same&SameTarget == 0 {
+		start := len(dst)
 		dst = appendTarget(dst, &d.Target)
+		if e != nil {
+			e.keepTarget(&d.Target, len(dst)-start)
+		}
 	}
 	dst = appendOptString(dst, `,"routing_key":`, d.RoutingKey)
 	if r := d.Revision; r != nil {
@@ -133,10 +146,11 @@ func appendDecision(dst []byte, d *Decision, e *fragments) []byte {
 	dst = appendOptString(dst, `,"activation_id":`, d.ActivationID)
 	dst = append(dst, `,"priority":`...)
 	dst = strconv.AppendUint(dst, uint64(d.Priority), 10)
-	if e != nil {
-		dst = e.appendBudget(dst, &d.Budget)
-	} else {
+	if e == nil || same&SameBudget == 0 {
 		dst = appendBudget(dst, &d.Budget)
+		if e != nil {
+			e.keepBudget(&d.Budget)
+		}
 	}
 	dst = append(dst, `,"payload_bytes":`...)
 	dst = strconv.AppendUint(dst, d.PayloadBytes, 10)

@@ -1,25 +1,28 @@
 package trace
 
+import "fmt"
+
 // fragments are the parts of a decision line that a node's decisions
-// repeat: the principal, the target and the budget. The
-// writer keeps each as the last decision that had it, with its encoding,
-// and a decision whose part equals the kept one (compared by value: its
+// repeat: the principal, the target and the budget. The writer keeps each
+// as the last decision line in the current file had it, and a decision
+// whose part equals the kept one leaves the part out and names it in
+// "same" (Decision.Same) instead; a Reader keeps the same parts of each
+// file as it reads it and puts them back. Parts compare by value (their
 // strings are usually the very ones of the catalog and the policy, and
-// compare by pointer) copies those bytes instead of encoding the part
-// again. The bytes are AppendLine's; FuzzFragmentsMatchAppendLine holds
-// them to it.
+// compare by pointer).
 //
 // One of each is kept: decisions that alternate between tenants miss,
-// and a miss costs one comparison more than AppendLine. A part whose
-// encoding is longer than maxFragmentBytes is never kept, so that the
-// writer holds no long name.
+// and a miss costs a comparison. A part whose encoding is longer than
+// maxFragmentBytes is never kept, so that the writer holds no long name.
+// Whatever may have lost a line the reader would have seen (a new file,
+// a failed write, a line that could not be encoded) forgets them all.
 type fragments struct {
-	principal     Principal
-	principalJSON []byte // empty: none kept
-	target        Target
-	targetJSON    []byte
-	budget        budgetKey
-	budgetJSON    []byte
+	principal    Principal
+	target       Target
+	budget       budgetKey
+	hasPrincipal bool
+	hasTarget    bool
+	hasBudget    bool
 }
 
 // maxFragmentBytes is the longest encoding a fragment keeps: far more
@@ -41,52 +44,90 @@ func keyOf(b *Budget) budgetKey {
 	return k
 }
 
-// keep makes part (just appended, encoded) the kept fragment in buf; false
-// when it is too long to keep (buf is then emptied: none kept).
-func keep(buf *[]byte, part []byte) bool {
-	if len(part) > maxFragmentBytes {
-		*buf = (*buf)[:0]
-		return false
+// reset forgets every kept part.
+func (e *fragments) reset() { *e = fragments{} }
+
+// same is the parts of d equal to the kept ones.
+func (e *fragments) same(d *Decision) uint8 {
+	var s uint8
+	if p := d.Principal; p != nil && e.hasPrincipal && *p == e.principal {
+		s |= SamePrincipal
 	}
-	*buf = append((*buf)[:0], part...)
-	return true
+	if e.hasTarget && d.Target == e.target {
+		s |= SameTarget
+	}
+	if e.hasBudget && keyOf(&d.Budget) == e.budget {
+		s |= SameBudget
+	}
+	return s
 }
 
-func (e *fragments) appendPrincipal(dst []byte, p *Principal) []byte {
-	if len(e.principalJSON) != 0 && *p == e.principal {
-		return append(dst, e.principalJSON...)
+// The keep methods make a part just written in full (encoded as n bytes)
+// the kept one, or keep none when it is too long.
+
+func (e *fragments) keepPrincipal(p *Principal, n int) {
+	e.principal, e.hasPrincipal = *p, n <= maxFragmentBytes
+	if !e.hasPrincipal {
+		e.principal = Principal{}
 	}
-	start := len(dst)
-	dst = appendPrincipal(dst, p)
-	e.principal = Principal{}
-	if keep(&e.principalJSON, dst[start:]) {
-		e.principal = *p
-	}
-	return dst
 }
 
-func (e *fragments) appendTarget(dst []byte, t *Target) []byte {
-	if len(e.targetJSON) != 0 && *t == e.target {
-		return append(dst, e.targetJSON...)
+func (e *fragments) keepTarget(t *Target, n int) {
+	e.target, e.hasTarget = *t, n <= maxFragmentBytes
+	if !e.hasTarget {
+		e.target = Target{}
 	}
-	start := len(dst)
-	dst = appendTarget(dst, t)
-	e.target = Target{}
-	if keep(&e.targetJSON, dst[start:]) {
-		e.target = *t
-	}
-	return dst
 }
 
-func (e *fragments) appendBudget(dst []byte, b *Budget) []byte {
-	k := keyOf(b)
-	if len(e.budgetJSON) != 0 && k == e.budget {
-		return append(dst, e.budgetJSON...)
+func (e *fragments) keepBudget(b *Budget) {
+	e.budget, e.hasBudget = keyOf(b), true
+}
+
+// kept is what a Reader keeps of one file's decision lines, to put the
+// parts a line names in "same" back: the last of each part a decision
+// line of the file had, in full or by "same".
+type kept struct {
+	principal    Principal
+	target       Target
+	budget       budgetKey
+	hasPrincipal bool
+	hasTarget    bool
+	hasBudget    bool
+}
+
+// resolve puts the parts d names in Same back from k and clears Same,
+// then keeps d's parts. A line that names a part the file had not had
+// yet, or names one it also carries, or names an unknown part, is
+// refused.
+func (k *kept) resolve(d *Decision) error {
+	s := d.Same
+	switch {
+	case s&^sameParts != 0:
+		return fmt.Errorf(`"same" is %d: it names parts this reader does not know (it knows %d)`, s, sameParts)
+	case s&SamePrincipal != 0 && d.Principal != nil, s&SameTarget != 0 && d.Target != (Target{}),
+		s&SameBudget != 0 && (d.Budget != (Budget{})):
+		return fmt.Errorf(`"same" is %d and the line carries a part it names`, s)
+	case s&SamePrincipal != 0 && !k.hasPrincipal, s&SameTarget != 0 && !k.hasTarget, s&SameBudget != 0 && !k.hasBudget:
+		return fmt.Errorf(`"same" is %d: it names a part no decision line before it in this file had`, s)
 	}
-	start := len(dst)
-	dst = appendBudget(dst, b)
-	if keep(&e.budgetJSON, dst[start:]) {
-		e.budget = k
+	if s&SamePrincipal != 0 {
+		p := k.principal
+		d.Principal = &p
 	}
-	return dst
+	if s&SameTarget != 0 {
+		d.Target = k.target
+	}
+	if s&SameBudget != 0 {
+		b := k.budget
+		d.Budget = Budget{CPUFuel: b.cpuFuel, MemoryBytes: b.memoryBytes}
+		if b.wallTime {
+			d.Budget.WallTimeNS = &b.wallTimeNS
+		}
+	}
+	d.Same = 0
+	if d.Principal != nil {
+		k.principal, k.hasPrincipal = *d.Principal, true
+	}
+	k.target, k.budget, k.hasTarget, k.hasBudget = d.Target, keyOf(&d.Budget), true, true
+	return nil
 }

@@ -268,6 +268,10 @@ func (r *Reader) readOne() (bool, error) {
 			if (r.cur != 0 || s.header.File != 0) && (l.Catalog.Parts == 0 || l.Catalog.Part == 0) {
 				return false, &LineError{File: s.path, Line: s.line, Err: errors.New("a catalog line outside the first file")}
 			}
+		case KindDecision:
+			if err := s.kept.resolve(l.Decision); err != nil {
+				return false, &LineError{File: s.path, Line: s.line, Err: err}
+			}
 		case KindLoad:
 			r.keepSample(*l.Load)
 		case KindDropped:

@@ -170,8 +170,8 @@ func TestReaderSkipsAFileWithoutAWholeHeader(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), empty+":1: empty file: no header")
 	// A whole bad header is still refused.
-	bad := writeTrace(t, "bad.jsonl", `{"k":"header","version":2,"start_unix_ns":1,"file":0,"policy_sha256":""}`)
+	bad := writeTrace(t, "bad.jsonl", `{"k":"header","version":3,"start_unix_ns":1,"file":0,"policy_sha256":""}`)
 	_, err = Open([]string{bad, a}, 0)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "version 2")
+	assert.Contains(t, err.Error(), "version 3")
 }

@@ -99,13 +99,21 @@ func TestReaderNamesABadLine(t *testing.T) {
 		"wrong type":     {`{"k":"release","order":"2","of":1,"elapsed_ns":5}`, `cannot unmarshal string`},
 		"empty line":     {``, `empty line`},
 		"bad header ver": {``, ``},
+		"same, nothing before": {`{"k":"decision","order":2,"stage":"core","same":1,"priority":0,"payload_bytes":0,"answer":"admitted"}`,
+			`"same" is 1: it names a part no decision line before it in this file had`},
+		"same, unknown part": {`{"k":"decision","order":2,"stage":"core","same":8,"target":{"tenant":"a","service":"b","route":"c"},"priority":0,"budget":{"cpu_fuel":1,"memory_bytes":1},"payload_bytes":0,"answer":"admitted"}`,
+			`"same" is 8: it names parts this reader does not know (it knows 7)`},
+		"same, and the part": {`{"k":"decision","order":2,"stage":"core","same":2,"target":{"tenant":"a","service":"b","route":"c"},"priority":0,"budget":{"cpu_fuel":1,"memory_bytes":1},"payload_bytes":0,"answer":"admitted"}`,
+			`"same" is 2 and the line carries a part it names`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if name == "bad header ver" {
-				p := writeTrace(t, "a.jsonl", strings.Replace(header(0), `"version":1`, `"version":2`, 1))
-				_, err := Open([]string{p}, 0)
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), p+":1: version 2")
+				for _, v := range []string{"0", "3"} {
+					p := writeTrace(t, "a.jsonl", strings.Replace(header(0), `"version":1`, `"version":`+v, 1))
+					_, err := Open([]string{p}, 0)
+					require.Error(t, err)
+					assert.Contains(t, err.Error(), p+":1: version "+v+", this reader reads versions 1 to 2")
+				}
 				return
 			}
 			p := writeTrace(t, "a.jsonl", header(0), release(1), c.line, release(3))

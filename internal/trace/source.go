@@ -19,6 +19,7 @@ type source struct {
 	buf    []byte
 	done   bool
 	atEOF  bool // the line last read ended the file without a newline
+	kept   kept // the decision parts a later line of the file may name in "same"
 }
 
 // errNoHeader is a file without a whole header line: empty, or its only
@@ -49,8 +50,8 @@ func (s *source) open() (Header, error) {
 	if l.Kind != KindHeader {
 		return Header{}, &LineError{File: s.path, Line: s.line, Err: fmt.Errorf("the first line is a %q line, not a header", l.Kind)}
 	}
-	if l.Header.Version != Version {
-		return Header{}, &LineError{File: s.path, Line: s.line, Err: fmt.Errorf("version %d, this reader reads version %d", l.Header.Version, Version)}
+	if l.Header.Version < 1 || l.Header.Version > Version {
+		return Header{}, &LineError{File: s.path, Line: s.line, Err: fmt.Errorf("version %d, this reader reads versions 1 to %d", l.Header.Version, Version)}
 	}
 	return *l.Header, nil
 }

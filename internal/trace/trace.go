@@ -13,8 +13,10 @@
 // sizes).
 package trace
 
-// Version is the format's version; a header with another is refused.
-const Version = 1
+// Version is the format's version, which a writer puts in each file's
+// header. A reader reads it and every earlier one (version 1 had no
+// "same"), and refuses any other.
+const Version = 2
 
 // The bounds of a payload (a catalog file, a deployment) and its lines.
 const (
@@ -195,6 +197,12 @@ type Budget struct {
 // Decision is one admission decision and everything it depended on.
 type Decision struct {
 	Stage string `json:"stage"`
+	// Same names the parts the line leaves out because they equal the
+	// same part of the last decision line before it in the same file
+	// that had it (in full or by Same): SamePrincipal, SameTarget,
+	// SameBudget. Only a Writer sets it, and a Reader puts the parts
+	// back and hands the line out with Same zero.
+	Same uint8 `json:"same,omitempty"`
 	// Principal is nil when the request carried no token the node knows.
 	Principal *Principal `json:"principal,omitempty"`
 	Target    Target     `json:"target"`
@@ -236,6 +244,16 @@ type Decision struct {
 	Scope     string `json:"scope,omitempty"`
 	Dimension string `json:"dimension,omitempty"`
 }
+
+// The parts a decision line may leave out (Decision.Same): a node's
+// decisions repeat them, and a third of the bytes of a decision and its
+// release was them.
+const (
+	SamePrincipal uint8 = 1 << iota
+	SameTarget
+	SameBudget
+	sameParts = SamePrincipal | SameTarget | SameBudget
+)
 
 // Move is a start or a release of the permit admitted at order Of.
 type Move struct {

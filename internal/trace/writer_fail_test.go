@@ -2,6 +2,7 @@ package trace_test
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -82,16 +83,25 @@ func TestWriterLogsAFullDiskAndResumesWhenSpaceReturns(t *testing.T) {
 	require.NoError(t, err)
 
 	var next uint64
+	route := "run"
+	sent := map[uint64]string{} // order -> the route its line was sent with
 	add := func(n int) {
 		for range n {
 			next++
-			require.True(t, w.Add(decision(next)))
+			l := decision(next)
+			l.Decision.Target.Route = route
+			sent[next] = route
+			require.True(t, w.Add(l))
 		}
 	}
 	add(10)
 	require.Eventually(t, func() bool { return w.Written() == 10 }, patience, time.Millisecond)
 	// The line flushed; the disk fills.
 	disk.full.Store(true)
+	// The lines that will be lost have a part of their own, which the
+	// lines after the failure repeat: they must not name it in "same",
+	// since the file no longer has it.
+	route = "lost"
 	// Enough lines to fill the file buffer: a write reaches the disk.
 	for disk.writes.Load() == 0 {
 		add(100)
@@ -136,6 +146,27 @@ func TestWriterLogsAFullDiskAndResumesWhenSpaceReturns(t *testing.T) {
 	assert.Equal(t, w.Dropped(), reported)
 	assert.Equal(t, decisions, w.Written())
 	assert.NotZero(t, reported)
+
+	// Read as a recording, every decision has the parts it was sent with.
+	r, err := trace.Open([]string{path}, 0)
+	require.NoError(t, err)
+	defer r.Close()
+	var read uint64
+	for {
+		l, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		if l.Kind == trace.KindDecision {
+			read++
+			assert.Equal(t, sent[l.Order], l.Decision.Target.Route, "order %d", l.Order)
+			want := decision(l.Order).Decision
+			want.Target.Route = sent[l.Order]
+			assert.Equal(t, *want, *l.Decision, "order %d", l.Order)
+		}
+	}
+	assert.Equal(t, decisions, read)
 }
 
 func TestWriterStillStoppedAtCloseReturnsTheError(t *testing.T) {

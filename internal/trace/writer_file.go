@@ -185,7 +185,9 @@ func (w *Writer) put(l *Line) bool {
 	}
 	line, err := appendLine(buf, l, &w.fragments)
 	if err != nil {
-		// A line that cannot be encoded (a NaN pressure) is dropped.
+		// A line that cannot be encoded (a NaN pressure) is dropped, and
+		// the parts it may have kept are forgotten.
+		w.fragments.reset()
 		return false
 	}
 	if !inPlace {
@@ -217,6 +219,9 @@ func (w *Writer) fail(err error) {
 	w.failing = w.pathError(err)
 	w.lastTry = time.Now()
 	w.failures.Add(1)
+	// The lines since the last flush are lost: no later line may name
+	// their parts in "same".
+	w.fragments.reset()
 	w.publishStopped()
 	w.reported = w.reportedSynced
 	if w.unflushed > 0 {
@@ -301,6 +306,7 @@ func (w *Writer) open() error {
 	}
 	w.f, w.size, w.synced = f, 0, 0
 	w.bw.Reset(f)
+	w.fragments.reset() // a file's "same" names only its own lines
 	h := Line{Kind: KindHeader, Header: &Header{Version: Version, StartUnixNano: w.cfg.StartUnixNano, File: w.file, PolicySHA256: w.cfg.PolicySHA256}}
 	line, err := AppendLine(w.line[:0], &h)
 	w.line = line

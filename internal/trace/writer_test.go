@@ -3,9 +3,12 @@ package trace_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -44,6 +47,17 @@ func decision(order uint64) trace.Line {
 		Clock: true, Committed: true, Since: []int64{5, 7}, LoadSequence: 3, CommitLoadSequence: 4,
 		Answer: trace.AnswerAdmitted,
 	}}
+}
+
+// distinct is decision(order) with parts no other order's has (of the
+// same length up to order 9999): the writer leaves nothing out of it, so
+// every such line is as long as the first.
+func distinct(order uint64) trace.Line {
+	l := decision(order)
+	l.Decision.Principal.Subject = fmt.Sprintf("u%04d", order)
+	l.Decision.Target.Route = fmt.Sprintf("r%04d", order)
+	l.Decision.Budget.CPUFuel = 10000 + order
+	return l
 }
 
 func TestWriterRoundTrip(t *testing.T) {
@@ -116,7 +130,7 @@ func TestWriterRotates(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
 	// An older FILE.1 is replaced.
 	require.NoError(t, os.WriteFile(path+".1", []byte("old\n"), 0o600))
-	one, err := json.Marshal(decision(1))
+	one, err := json.Marshal(distinct(1))
 	require.NoError(t, err)
 	// A header is shorter than a line: each file takes three lines.
 	maxBytes := int64(3 * len(one))
@@ -124,7 +138,7 @@ func TestWriterRotates(t *testing.T) {
 	require.NoError(t, err)
 	const sent = 8 // files 0 and 1 take three each, file 2 the last two
 	for i := range sent {
-		require.True(t, w.Add(decision(uint64(i+1))))
+		require.True(t, w.Add(distinct(uint64(i+1))))
 	}
 	require.NoError(t, w.Close())
 
@@ -153,10 +167,58 @@ func TestWriterRotates(t *testing.T) {
 	assert.GreaterOrEqual(t, info.Size(), maxBytes, "a file rotates only once it reached MaxBytes")
 }
 
-func TestWriterRotationKeepsEveryLine(t *testing.T) {
+// A decision line names in "same" only parts of its own file's lines:
+// each file's first decision is whole, the ones after it leave out what
+// repeats, and the files read back as every line that was sent.
+func TestSameNamesOnlyItsOwnFilesLines(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
 	one, err := json.Marshal(decision(1))
+	require.NoError(t, err)
+	const sent = 40
+	w, err := trace.NewWriter(trace.WriterConfig{Path: path, MaxBytes: int64(8 * len(one)), Buffer: 1024})
+	require.NoError(t, err)
+	for i := range sent {
+		require.True(t, w.Add(decision(uint64(i+1))))
+	}
+	require.NoError(t, w.Close())
+	require.NoError(t, w.Err())
+	for _, p := range []string{path + ".1", path} {
+		raw, err := os.ReadFile(p)
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+		require.Greater(t, len(lines), 2, p)
+		assert.NotContains(t, lines[1], `"same"`, "%s: the file's first decision is whole", p)
+		for _, l := range lines[2:] {
+			assert.Contains(t, l, `"same":7`, p)
+			assert.NotContains(t, l, `"target"`, p)
+		}
+	}
+	r, err := trace.Open([]string{path, path + ".1"}, 0)
+	require.NoError(t, err)
+	defer r.Close()
+	var got []trace.Line
+	for {
+		l, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		got = append(got, l)
+	}
+	// The rotation keeps one older file: the lines from its first on.
+	require.NotEmpty(t, got)
+	first := got[0].Order
+	require.Len(t, got, sent-int(first)+1)
+	for i, l := range got {
+		assert.Equal(t, decision(first+uint64(i)), l)
+	}
+}
+
+func TestWriterRotationKeepsEveryLine(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	one, err := json.Marshal(distinct(1))
 	require.NoError(t, err)
 	// Exactly one rotation: the first file takes 30 lines (its header is
 	// shorter than a line), the second the last 10.
@@ -164,7 +226,7 @@ func TestWriterRotationKeepsEveryLine(t *testing.T) {
 	w, err := trace.NewWriter(trace.WriterConfig{Path: path, MaxBytes: int64(30 * len(one)), Buffer: 1024})
 	require.NoError(t, err)
 	for i := range sent {
-		require.True(t, w.Add(decision(uint64(i+1))))
+		require.True(t, w.Add(distinct(uint64(i+1))))
 	}
 	require.NoError(t, w.Close())
 	older, newer := readLines(t, path+".1"), readLines(t, path)
