@@ -94,7 +94,8 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 
 	v := n.view.Load()
-	rev, handle, err := edgecheck.Resolve(v.pin, catalog.Target{Tenant: tenant, Service: r.PathValue("service"), Route: r.PathValue("route")}, inv.routingKey)
+	target := catalog.Target{Tenant: tenant, Service: r.PathValue("service"), Route: r.PathValue("route")}
+	rev, handle, err := edgecheck.Resolve(v.pin, target, inv.routingKey)
 	if err != nil {
 		// A route that resolves to nothing and a forged revision look
 		// alike (docs/decision-table.md, step 5).
@@ -140,7 +141,7 @@ func (n *Node) invoke(w http.ResponseWriter, r *http.Request) {
 	if n.rec == nil {
 		permit, err = v.controller.Admit(&req)
 	} else {
-		permit, err = n.rec.admit(v, r, &req, principal, &inv)
+		permit, err = n.rec.admit(v, target, &req, principal, &inv)
 	}
 	if err != nil {
 		n.rejectErr(w, err)

@@ -331,11 +331,12 @@ func (r *recorder) newParts() *decisionParts {
 // (coretrace.Recording, on the node's clock and load state, as its
 // controllers read), and the decision's line, its parts in one
 // decisionParts that the writer hands back once it has written the line.
-func (r *recorder) admit(v *view, req *http.Request, areq *core.AdmissionRequest, p Principal, inv *invocation) (*core.AdmissionPermit, error) {
+// target is the invocation's path, which the edge resolved.
+func (r *recorder) admit(v *view, target catalog.Target, areq *core.AdmissionRequest, p Principal, inv *invocation) (*core.AdmissionPermit, error) {
 	parts := r.newParts()
 	permit, err := v.controller.AdmitWith(areq, &parts.in)
 	d := &parts.d
-	setTarget(d, req, inv)
+	d.Target, d.RoutingKey = trace.Target(target), inv.routingKey
 	coretrace.SetRequest(d, areq, &parts.times)
 	setPrincipal(&parts.p, p)
 	d.Stage, d.Principal, d.Generation = trace.StageCore, &parts.p, v.pin.Generation()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -255,16 +254,14 @@ func BenchmarkAdmitRecording(b *testing.B) {
 					require.NoError(b, n.Shutdown(context.Background()))
 				}
 			}()
-			r := httptest.NewRequest(http.MethodPost, "/v1/invoke/acme/echo/run", nil)
-			r.SetPathValue("tenant", "acme")
-			r.SetPathValue("service", "echo")
-			r.SetPathValue("route", "run")
-			r.Header.Set(HeaderActivationID, "bench-activation")
-			inv, herr := parseInvocation(r.Header, n.provider.Policy().Node().BudgetCeiling)
+			header := http.Header{}
+			header.Set(HeaderActivationID, "bench-activation")
+			inv, herr := parseInvocation(header, n.provider.Policy().Node().BudgetCeiling)
 			require.Nil(b, herr)
 			principal := Principal{Kind: policy.UserPrincipal, Subject: "alice", Tenant: "acme"}
 			v := n.view.Load()
-			_, handle, err := v.pin.Resolve(catalog.Target{Tenant: "acme", Service: "echo", Route: "run"}, inv.routingKey)
+			target := catalog.Target{Tenant: "acme", Service: "echo", Route: "run"}
+			_, handle, err := v.pin.Resolve(target, inv.routingKey)
 			require.NoError(b, err)
 			req := core.AdmissionRequest{
 				ActivationID:    inv.activationID,
@@ -282,7 +279,7 @@ func BenchmarkAdmitRecording(b *testing.B) {
 				if n.rec == nil {
 					permit, err = v.controller.Admit(&req)
 				} else {
-					permit, err = n.rec.admit(v, r, &req, principal, &inv)
+					permit, err = n.rec.admit(v, target, &req, principal, &inv)
 				}
 				if err != nil {
 					b.Fatal(err)
