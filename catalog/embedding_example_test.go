@@ -40,10 +40,11 @@ func Example_embedding() {
 	node := provider.Controller(core.ControllerConfig{Load: load})
 
 	// Per request: resolve and admit against the same pin. The handle is
-	// the pin's own record of the revision: admission through the same
-	// pin takes it as verified while the identity is unchanged.
+	// the pin's own record of the revision and carries it: the request
+	// names no identity, and admission through the same pin compares
+	// nothing.
 	pin := deployments.Pin()
-	revision, handle, err := pin.Resolve(catalog.Target{Tenant: "acme", Service: "thumbs", Route: "resize"}, "user-42")
+	_, handle, err := pin.Resolve(catalog.Target{Tenant: "acme", Service: "thumbs", Route: "resize"}, "user-42")
 	if err != nil {
 		fmt.Println(core.ErrRevisionNotAvailable) // what the caller sees
 		return
@@ -51,7 +52,6 @@ func Example_embedding() {
 	permit, err := node.WithPolicySource(pin).Admit(&core.AdmissionRequest{
 		ActivationID:    "act-7",
 		Principal:       core.Principal{Kind: policy.UserPrincipal, Subject: "alice", Tenant: "acme"},
-		Revision:        *revision,
 		Handle:          handle,
 		RequestedBudget: policy.Budget{CPUFuel: 500_000_000, MemoryBytes: 16 << 20},
 		PayloadBytes:    2048,
