@@ -103,7 +103,6 @@ type WriterConfig struct {
 type Writer struct {
 	cfg      WriterConfig
 	dropped  atomic.Uint64
-	written  atomic.Uint64
 	failures atomic.Uint64
 	stopped  atomic.Pointer[error]
 	wake     chan struct{} // an Add wakes the sleeping writer (capacity 1)
@@ -111,6 +110,11 @@ type Writer struct {
 	done     chan struct{}
 	once     sync.Once
 
+	// The queue's fields, which every Add writes, have cache lines of
+	// their own: the writing goroutine's fields change with every line
+	// it writes, and sharing a line with them cost each Add a transfer
+	// between cores (BenchmarkAdmitRecording at -cpu 2).
+	_  [falseSharingBytes]byte
 	mu sync.Mutex
 	// ring holds the queued lines, from head, count of them; slots
 	// outside that range are zero. Guarded by mu, except that the
@@ -125,6 +129,9 @@ type Writer struct {
 	// Add that gets there sets wakeAt to 0 and wakes it. Guarded by mu.
 	wakeAt    int
 	wakeBytes int64
+	_         [falseSharingBytes]byte
+
+	written atomic.Uint64 // counted by the writing goroutine, line by line
 
 	// Owned by the writing goroutine (and NewWriter before it starts).
 	f         File
@@ -143,6 +150,10 @@ type Writer struct {
 	lastTry        time.Time
 	finalError     error // what Close returns
 }
+
+// falseSharingBytes keeps fields apart: two cache lines, as amd64's
+// adjacent-line prefetcher pairs them.
+const falseSharingBytes = 128
 
 // slot is a queued line and its QueuedBytes. A line queued by
 // [Writer.AddMove] keeps its move here, in the ring itself, and points
