@@ -25,11 +25,12 @@ type Pin struct {
 
 // Handle refers to the pin's own record of the revision [Pin.Resolve]
 // picked: its identity, its typed policy and its requirements slot. It
-// satisfies core.RevisionHandle: an adapter puts it in the request beside
-// the identity, and a controller bound to the same pin then takes the
-// record as verified, as long as the request's identity is still the
-// record's. Only Resolve makes one, and only the pin that made it
-// recognises it (see [Pin.OwnRecord]).
+// satisfies core.RevisionHandle: an adapter puts it in the request, and a
+// controller bound to the same pin then takes the record as the request's
+// revision, either because the request names no identity (the handle
+// carries it) or because the identity it names is still the record's.
+// Only Resolve makes one, and only the pin that made it recognises it
+// (see [Pin.OwnRecord]).
 type Handle struct {
 	pin *Pin
 	dep *deployment // rev's deployment, as p's index holds it
@@ -100,8 +101,9 @@ func (p *Pin) Deployments() []DeploymentKey {
 //
 // Beside the identity it returns a [Handle] to the pin's record of the
 // revision, for the request's Handle field: admission through this pin
-// then skips verifying the identity field by field. Both are one
-// allocation.
+// then compares nothing when the request names no identity (the handle
+// carries it), and skips verifying the identity field by field when it
+// names the record's. Both are one allocation.
 func (p *Pin) Resolve(target Target, routingKey string) (*policy.ResolvedRevision, *Handle, error) {
 	dep := p.lookup(target.Tenant, target.Service)
 	if dep == nil {
