@@ -26,6 +26,6 @@
 //
 // A request ([SetRequest], [Request]), an answer ([SetAnswer],
 // [Answer]), a load sample ([LoadOf], [Sample]) and a ledger move
-// ([MoveLine]) are mapped here too, each one way and its reverse beside
+// ([MoveOf]) are mapped here too, each one way and its reverse beside
 // it.
 package coretrace

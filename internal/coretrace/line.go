@@ -110,14 +110,6 @@ func AddSaturating(a, b int64) int64 {
 	return c
 }
 
-// MoveLine is the line of ledger move m at T t; its move is mv, which
-// the caller owns.
-func MoveLine(m core.LedgerMove, t int64, mv *trace.Move) trace.Line {
-	var kind string
-	kind, *mv = MoveOf(m)
-	return trace.Line{Kind: kind, Order: m.Order, T: t, Move: mv}
-}
-
 // MoveOf is ledger move m's line kind (a start or a release) and its
 // move, by value: what [trace.Writer.AddMove] queues with m.Order.
 func MoveOf(m core.LedgerMove) (kind string, mv trace.Move) {

@@ -82,9 +82,8 @@ func TestAMoveIsAStartOrARelease(t *testing.T) {
 		{core.LedgerMove{Order: 9, Admission: 3, Elapsed: time.Millisecond}, trace.KindRelease},
 		{core.LedgerMove{Order: 9, Admission: 3, Elapsed: time.Millisecond, Reclaimed: true}, trace.KindRelease},
 	} {
-		mv := new(trace.Move)
-		l := MoveLine(tc.m, 42, mv)
-		assert.Equal(t, trace.Line{Kind: tc.kind, Order: 9, T: 42, Move: mv}, l)
-		assert.Equal(t, trace.Move{Of: 3, ElapsedNS: int64(time.Millisecond), Refused: tc.m.Refused, Reclaimed: tc.m.Reclaimed}, *mv)
+		kind, mv := MoveOf(tc.m)
+		assert.Equal(t, tc.kind, kind)
+		assert.Equal(t, trace.Move{Of: 3, ElapsedNS: int64(time.Millisecond), Refused: tc.m.Refused, Reclaimed: tc.m.Reclaimed}, mv)
 	}
 }

@@ -137,7 +137,7 @@ func TestAppendLineMatchesEncodingJSON(t *testing.T) {
 	// The writer's encoding, keeping the repeated parts of one line to
 	// the next and leaving them out, reads back as the same lines.
 	var e fragments
-	var k kept
+	var k fragments
 	for n, s := range odd {
 		for parts := uint16(16); parts < 128; parts += 16 {
 			for _, flags := range []uint16{0, 0xffff, 0x2aa, 0x155} {
@@ -242,7 +242,7 @@ func FuzzFragmentsMatchAppendLine(f *testing.F) {
 			}
 		}
 		var e fragments
-		var k kept
+		var k fragments
 		check := func(l *Line) {
 			want, wantErr := AppendLine([]byte("p"), l)
 			got, err := appendLine([]byte("p"), l, &e)

@@ -6,8 +6,8 @@ import "fmt"
 // repeat: the principal, the target and the budget. The writer keeps each
 // as the last decision line in the current file had it, and a decision
 // whose part equals the kept one leaves the part out and names it in
-// "same" (Decision.Same) instead; a Reader keeps the same parts of each
-// file as it reads it and puts them back. Parts compare by value (their
+// "same" (Decision.Same) instead; a Reader keeps a fragments of its own
+// for each file as it reads it, and puts the parts back (resolve). Parts compare by value (their
 // strings are usually the very ones of the catalog and the policy, and
 // compare by pointer).
 //
@@ -83,23 +83,12 @@ func (e *fragments) keepBudget(b *Budget) {
 	e.budget, e.hasBudget = keyOf(b), true
 }
 
-// kept is what a Reader keeps of one file's decision lines, to put the
-// parts a line names in "same" back: the last of each part a decision
-// line of the file had, in full or by "same".
-type kept struct {
-	principal    Principal
-	target       Target
-	budget       budgetKey
-	hasPrincipal bool
-	hasTarget    bool
-	hasBudget    bool
-}
-
-// resolve puts the parts d names in Same back from k and clears Same,
-// then keeps d's parts. A line that names a part the file had not had
-// yet, or names one it also carries, or names an unknown part, is
-// refused.
-func (k *kept) resolve(d *Decision) error {
+// resolve is the reader's side: it puts the parts d names in Same back
+// from the kept ones and clears Same, then keeps d's parts (a reader
+// keeps any part, however long: the writer named none it did not keep).
+// A line that names a part the file had not had yet, or names one it
+// also carries, or names an unknown part, is refused.
+func (k *fragments) resolve(d *Decision) error {
 	s := d.Same
 	switch {
 	case s&^sameParts != 0:
@@ -126,8 +115,9 @@ func (k *kept) resolve(d *Decision) error {
 	}
 	d.Same = 0
 	if d.Principal != nil {
-		k.principal, k.hasPrincipal = *d.Principal, true
+		k.keepPrincipal(d.Principal, 0)
 	}
-	k.target, k.budget, k.hasTarget, k.hasBudget = d.Target, keyOf(&d.Budget), true, true
+	k.keepTarget(&d.Target, 0)
+	k.keepBudget(&d.Budget)
 	return nil
 }

@@ -18,8 +18,8 @@ type source struct {
 	line   int
 	buf    []byte
 	done   bool
-	atEOF  bool // the line last read ended the file without a newline
-	kept   kept // the decision parts a later line of the file may name in "same"
+	atEOF  bool      // the line last read ended the file without a newline
+	kept   fragments // the decision parts a later line of the file may name in "same"
 }
 
 // errNoHeader is a file without a whole header line: empty, or its only

@@ -37,6 +37,24 @@ func readLines(t *testing.T, path string) []trace.Line {
 	return out
 }
 
+// readRecording reads the recording in paths as a replay does: every
+// line after the headers, in order, each decision whole.
+func readRecording(t *testing.T, paths ...string) []trace.Line {
+	t.Helper()
+	r, err := trace.Open(paths, 0)
+	require.NoError(t, err)
+	defer r.Close()
+	var lines []trace.Line
+	for {
+		l, err := r.Next()
+		if err == io.EOF {
+			return lines
+		}
+		require.NoError(t, err)
+		lines = append(lines, l)
+	}
+}
+
 func decision(order uint64) trace.Line {
 	wall := int64(250e6)
 	return trace.Line{Kind: trace.KindDecision, Order: order, T: int64(order) * 1000, Decision: &trace.Decision{
@@ -194,18 +212,7 @@ func TestSameNamesOnlyItsOwnFilesLines(t *testing.T) {
 			assert.NotContains(t, l, `"target"`, p)
 		}
 	}
-	r, err := trace.Open([]string{path, path + ".1"}, 0)
-	require.NoError(t, err)
-	defer r.Close()
-	var got []trace.Line
-	for {
-		l, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		require.NoError(t, err)
-		got = append(got, l)
-	}
+	got := readRecording(t, path, path+".1")
 	// The rotation keeps one older file: the lines from its first on.
 	require.NotEmpty(t, got)
 	first := got[0].Order

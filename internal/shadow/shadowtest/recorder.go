@@ -80,7 +80,8 @@ func NewRecorder(p *policy.NodeAdmissionPolicy, catalogJSON []byte) (*Recorder, 
 type journal struct{ r *Recorder }
 
 func (j journal) Moved(m core.LedgerMove) {
-	j.r.Lines = append(j.r.Lines, coretrace.MoveLine(m, int64(j.r.Clock.Elapsed), new(trace.Move)))
+	kind, mv := coretrace.MoveOf(m)
+	j.r.Lines = append(j.r.Lines, trace.Line{Kind: kind, Order: m.Order, T: int64(j.r.Clock.Elapsed), Move: &mv})
 }
 
 // Publish publishes a load sample observed now and records it.
