@@ -23,7 +23,11 @@ import (
 // low bit says which copy readers use): a publisher writes the copy that
 // readers are not using, so a reader always finds one whole pair, never a
 // slice from one publish with the deadline of another, and a publish
-// allocates nothing. Publishers are serialized by fleetMu.
+// allocates nothing. A publisher writes with the ledger's mutex held
+// ([atomicledger.Ledger.Exclude]), so no write falls between a commit's
+// reading of the slice and its Reserve: a lock-free fleet rejection that
+// saw no write since its room then judged the slice every later commit
+// reads (TestLinearizableFleet caught a publish in that gap).
 
 // fleetEntry is one tenant's slice: two copies of (slice, deadline) and
 // the latch's sequence counter, on a cache line of its own.
@@ -69,7 +73,8 @@ func (e *fleetEntry) read() fleetReading {
 // unchanged reports whether no publish touched the entry since r was read.
 func (e *fleetEntry) unchanged(r fleetReading) bool { return e.seq.Load() == r.seq }
 
-// writeLocked publishes (slice, until); the caller holds fleetMu.
+// writeLocked publishes (slice, until); the caller holds the ledger's
+// mutex.
 func (e *fleetEntry) writeLocked(slice uint64, until int64) {
 	e.seq.Add(1) // readers move to the other copy
 	p := &e.pairs[0]
@@ -114,20 +119,20 @@ func fleetVerdict(r fleetReading, now int64, live uint64) *rejection {
 // withdraws the tenant's slice: the tenant fails closed until a valid
 // publish. A slice lowered below the tenant's live count revokes nothing:
 // new work is refused until enough of it ends. Publishing allocates
-// nothing and takes no ledger lock.
+// nothing; it takes the ledger's mutex for the write alone, as a short
+// transaction does.
 func (p *LocalQuotaProvider) PublishFleetSlice(tenant string, slice int64, validUntil time.Time) error {
 	id, ok := p.fleetTenant(tenant)
 	if !ok {
 		return ErrFleetSliceRejected
 	}
 	until := validUntil.Sub(p.fleetEpoch)
-	p.fleetMu.Lock()
-	defer p.fleetMu.Unlock()
+	e := &p.fleet[id]
 	if slice < 0 || until == math.MaxInt64 || until == math.MinInt64 {
-		p.fleet[id].writeLocked(0, 0)
+		p.ledger.Exclude(func() { e.writeLocked(0, 0) })
 		return ErrFleetSliceRejected
 	}
-	p.fleet[id].writeLocked(uint64(slice)+1, int64(until))
+	p.ledger.Exclude(func() { e.writeLocked(uint64(slice)+1, int64(until)) })
 	return nil
 }
 
@@ -140,9 +145,8 @@ func (p *LocalQuotaProvider) WithdrawFleetSlice(tenant string) bool {
 	if !ok {
 		return false
 	}
-	p.fleetMu.Lock()
-	defer p.fleetMu.Unlock()
-	p.fleet[id].writeLocked(0, 0)
+	e := &p.fleet[id]
+	p.ledger.Exclude(func() { e.writeLocked(0, 0) })
 	return true
 }
 

@@ -131,7 +131,7 @@ func fleetSpec(p *policy.NodeAdmissionPolicy) porcupine.Model {
 			case in.withdraw:
 				return "withdraw"
 			}
-			return fmt.Sprintf("%d(t%d id%d p%d f%d permit %d) -> %v %s", in.kind, in.tenant, in.id, in.priority, in.fuel, in.permit, out.ok, out.text)
+			return in.describe(out)
 		},
 	}
 }
@@ -284,15 +284,24 @@ func TestLinearizableFleet(t *testing.T) {
 		result, info := porcupine.CheckOperationsVerbose(spec, history, 10*time.Second)
 		switch result {
 		case porcupine.Illegal:
+			// The longest linearizable prefix, then the whole history
+			// by call: enough to find the answers no instant explains.
 			for _, partial := range info.PartialLinearizationsOperations() {
-				for _, linearization := range partial {
-					for _, op := range linearization {
-						t.Logf("  %s", spec.DescribeOperation(op.Input, op.Output))
+				longest := 0
+				for i := range partial {
+					if len(partial[i]) > len(partial[longest]) {
+						longest = i
 					}
-					break
+				}
+				for _, op := range partial[longest] {
+					t.Logf("  %s", spec.DescribeOperation(op.Input, op.Output))
 				}
 			}
-			t.Fatalf("history %d is not linearizable (longest linearizable prefix above)", h)
+			sort.Slice(history, func(i, j int) bool { return history[i].Call < history[j].Call })
+			for _, op := range history {
+				t.Logf("client %d [%d, %d] #%d %s", op.ClientId, op.Call, op.Return, op.Input.(fleetInput).self, spec.DescribeOperation(op.Input, op.Output))
+			}
+			t.Fatalf("history %d is not linearizable (its longest linearizable prefix, then the whole history, above)", h)
 		case porcupine.Unknown:
 			t.Fatalf("history %d: the checker timed out", h)
 		}

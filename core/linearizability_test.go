@@ -269,10 +269,22 @@ func ledgerSpec(p *policy.NodeAdmissionPolicy) porcupine.Model {
 			return h.Sum64()
 		},
 		DescribeOperation: func(input, output interface{}) string {
-			in, out := input.(linInput), output.(linOutput)
-			return fmt.Sprintf("%d(t%d id%d p%d f%d permit %d) -> %v %s", in.kind, in.tenant, in.id, in.priority, in.fuel, in.permit, out.ok, out.text)
+			return input.(linInput).describe(output.(linOutput))
 		},
 	}
+}
+
+// describe is one call and its result, for a failure's report.
+func (in linInput) describe(out linOutput) string {
+	switch in.kind {
+	case linAdmit:
+		return fmt.Sprintf("admit t%d id%d priority %d fuel %d -> %v %s", in.tenant, in.id, in.priority, in.fuel, out.ok, out.text)
+	case linStart:
+		return fmt.Sprintf("start #%d -> %v %s", in.permit, out.ok, out.text)
+	case linReleaseAdmission:
+		return fmt.Sprintf("release queued #%d -> %v", in.permit, out.ok)
+	}
+	return fmt.Sprintf("release executing #%d -> %v", in.permit, out.ok)
 }
 
 // fixedClock is a clock that never moves, for Admit in the history.

@@ -2,7 +2,6 @@ package core
 
 import (
 	"reflect"
-	"sync"
 	"time"
 
 	"latent.dev/admission/core/atomicledger"
@@ -37,10 +36,10 @@ type LocalQuotaProvider struct {
 	// fleet holds each tenant's fleet slice, by tenant ID (fleet.go);
 	// only fleet-limited tenants' entries are ever written. Deadlines are
 	// nanoseconds after fleetEpoch, a reading taken when the provider was
-	// built. fleetMu serializes publishers; readers take no lock.
+	// built. Publishers write with the ledger's mutex held; readers take
+	// no lock.
 	fleet      []fleetEntry
 	fleetEpoch time.Time
-	fleetMu    sync.Mutex
 	// fleetRefused counts each fleet-limited tenant's refusals for a full
 	// slice, metricStripes counters per tenant (fleetEntry.refused).
 	fleetRefused []paddedCounter

@@ -56,27 +56,24 @@
 // never take the mutex. [Ledger.PreCheck] answers a rejection exactly,
 // without the mutex, when a reservation certainly does not fit:
 //
-//   - only Reserve takes capacity, and only it moves the sequence
-//     counter, which is odd while it writes; a pre-check trusts an answer
-//     only when the counter was even and unchanged around its work;
-//   - a start and a release give capacity back and leave the counter
-//     alone. The pre-check reads the scopes in checking order, so when it
-//     reads the dimension that lacks room, every dimension it read before
-//     has at least the room it saw then: the shortfall held at that
-//     instant, which is where the rejection linearizes. They give it back
-//     in the reverse of the checking order, so that instant is never
-//     half-way through one: a dimension still lacking means every one
-//     before it is as it was before the start or release began;
+//   - every write (a Reserve, a Start, a Release) keeps a sequence
+//     counter odd while it moves the scopes one after another; a
+//     pre-check trusts what it read only when the counter was even
+//     before and unchanged after, so what it read is one whole state, and
+//     the rejection linearizes at its last read. Giving capacity back in
+//     the reverse of the checking order would keep one pre-check's reads
+//     consistent, but not two pre-checks with each other: one that saw a
+//     tenant's slot back and a later one that saw the node's not yet
+//     admit no single instant for the release (the fleet's porcupine
+//     check caught such a pair);
 //   - the duplicate answer comes before capacity, so the pre-check looks
-//     the key up (a lock-free walk of its chain) before it reads the
-//     lacking dimension the second time; a removal never hides another
-//     key, and an insert is a Reserve.
+//     the key up (a lock-free walk of its chain) inside the same window;
+//     a removal never hides another key, and an insert is a Reserve.
 //
 // A request that fits reads the sequence counter and the counters once:
 // the transaction decides it anyway. The pre-check hands it a [Room], and
-// the transaction that finds the counter unchanged (no Reserve ran since,
-// so capacity only came back) skips its own capacity reads
-// ([Tx.Assess]).
+// the transaction that finds the counter unchanged (no write since)
+// skips its own capacity reads ([Tx.Assess]).
 //
 // [Ledger.SnapshotInto] and [Ledger.LiveEntries] take the mutex once:
 // they are consistent across scopes and exact, and they are for

@@ -124,10 +124,9 @@ func (c *counters) held() Held {
 // Limits never change after [New]. One mutex, mu, serializes every
 // transaction (a commit, a start, a release, a reclaim); the counters are
 // atomics so that reads and the lock-free pre-check never take it. seq is
-// odd while Reserve moves counters and the live table, so that the
-// pre-check can tell whether capacity was taken while it read (a start
-// and a release only give capacity back, so they leave seq alone: see
-// PreCheck).
+// odd while a Reserve, a Start or a Release moves counters and the live
+// table, so that the pre-check can tell whether anything moved while it
+// read (see PreCheck).
 type Ledger struct {
 	// Every scope's counters sit in allocations that hold no pointer, so
 	// the allocator puts them on line boundaries (an object with pointers
@@ -139,7 +138,7 @@ type Ledger struct {
 	fixed  *fixedCounters // the node's and the cell classes'
 
 	_   [cacheLine]byte
-	seq atomic.Uint64 // written by Reserve, with mu held; read lock-free
+	seq atomic.Uint64 // written by Reserve, Start and Release, with mu held; read lock-free
 	_   [cacheLine - 8]byte
 
 	mu sync.Mutex
@@ -181,27 +180,26 @@ func New(c *policy.Compiled) *Ledger {
 
 // Room is what [Ledger.PreCheck] saw when a reservation fitted: the
 // sequence counter it read. A transaction that finds the counter
-// unchanged knows that no capacity was taken since, so the reservation
-// still fits ([Tx.Assess]). The zero Room saw nothing.
+// unchanged knows that no counter moved since, so the reservation still
+// fits ([Tx.Assess]). The zero Room saw nothing.
 type Room struct{ seq uint64 }
 
 // PreCheck decides, without taking the mutex, whether r certainly does
 // not fit. With exact=true, a Shortfall with a scope is the answer, the
 // one a transaction would have given at an instant during the call; an
 // empty Shortfall means a transaction must decide, and room says what
-// the pre-check saw. exact is false when it cannot tell: a Reserve ran
-// meanwhile, or the key (fingerprint fp) may already be live, in which
-// case the duplicate answer comes first and only a transaction can give
-// it.
+// the pre-check saw. exact is false when it cannot tell: a write moved
+// the counters meanwhile, or the key (fingerprint fp) may already be
+// live, in which case the duplicate answer comes first and only a
+// transaction can give it.
 //
-// Only a Reserve takes capacity, and only it moves seq. A start and a
-// release give capacity back, scope by scope, without moving seq; the
-// pre-check reads the scopes in checking order, so when it reads the
-// dimension that lacks room, every scope and dimension it read before
-// has at least the room it saw: the shortfall held at that instant. The
-// key is looked up before the counters are read, so it was absent at
-// that instant too (a removal never hides another key; an insert is a
-// Reserve).
+// Every write (a Reserve, a Start, a Release) keeps seq odd while it
+// moves the scopes one after another. The pre-check trusts what it read
+// only when seq was even before and unchanged after: then no scope moved
+// in between, and what it read is one whole state, the one at the
+// instant of its last read, where the rejection linearizes. The key is
+// looked up in that window too, so it was absent at that instant (a
+// removal never hides another key; an insert is a Reserve).
 //
 // A request that fits reads seq and the counters once and nothing else:
 // the transaction decides it anyway.
@@ -213,10 +211,7 @@ func (l *Ledger) PreCheck(fp Fingerprint, r *Reservation) (s Shortfall, exact bo
 		}
 		return s, true, room
 	}
-	// The counters were read before the key was looked up: the dimension
-	// that lacked room is read once more, after the lookup. Every scope
-	// and dimension before it had at least the room seen then.
-	if before&1 != 0 || l.table.mayContain(fp) || !l.lacks(r, s) || l.seq.Load() != before {
+	if before&1 != 0 || l.table.mayContain(fp) || l.seq.Load() != before {
 		return Shortfall{}, false, Room{}
 	}
 	return s, true, Room{}
@@ -226,11 +221,10 @@ func (l *Ledger) PreCheck(fp Fingerprint, r *Reservation) (s Shortfall, exact bo
 // judges one more limit of that tenant lock-free, after [Ledger.PreCheck]
 // found r fitting with room (a fleet slice: core checks it after the
 // tenant scope). ok is true only when the key (fingerprint fp) was absent
-// and no Reserve had run since the pre-check's room was taken, so that at
-// the instant of the read every scope PreCheck read still had at least
-// the room it saw, the key was not live, and the tenant held live: a
-// rejection judged on live is the one a transaction would have given
-// then. With the zero Room, or a fingerprint that may be live, ok is
+// and no counter moved since the pre-check's room was taken, so that at
+// the instant of the read every scope PreCheck read had the room it saw,
+// the key was not live, and the tenant held live: a rejection judged on
+// live is the one a transaction would have given then. With the zero Room, or a fingerprint that may be live, ok is
 // false and a transaction must decide.
 func (l *Ledger) TenantLiveSince(room Room, fp Fingerprint, r *Reservation) (live uint64, ok bool) {
 	if room.seq == 0 || l.table.mayContain(fp) {
@@ -243,31 +237,6 @@ func (l *Ledger) TenantLiveSince(room Room, fp Fingerprint, r *Reservation) (liv
 	return live, true
 }
 
-// lacks reports whether r still lacks room at s's scope and dimension.
-func (l *Ledger) lacks(r *Reservation, s Shortfall) bool {
-	var c *counters
-	switch s.Scope {
-	case NodeScope:
-		c = &l.fixed.node
-	case TenantScope:
-		c = &l.tenant[r.Tenant]
-	case TrustClassScope:
-		c = &l.trust[r.TrustClass]
-	default:
-		c = &l.queue[r.QueueClass]
-	}
-	lim := &c.limit
-	switch s.Dimension {
-	case LiveActivations:
-		return !fits(c.live(), 1, lim.MaxLiveActivations)
-	case QueuedReservations:
-		return !fits(c.queued(), 1, lim.MaxQueuedReservations)
-	case CPUFuel:
-		return !fits(c.fuel.Load(), r.CPUFuel, lim.MaxReservedCPUFuel)
-	}
-	return !fits(c.memory.Load(), r.MemoryBytes, lim.MaxReservedMemoryBytes)
-}
-
 // NextOrder takes the next place in the ledger's total order for an
 // event that moves nothing in it (a decision made before the ledger, a
 // load sample, a catalog change): after every transaction that took its
@@ -278,6 +247,20 @@ func (l *Ledger) NextOrder() uint64 {
 	o := l.order
 	l.mu.Unlock()
 	return o
+}
+
+// Exclude runs fn with the mutex held and no transaction open, taking
+// no place in the total order: for a write outside the ledger that a
+// transaction reads and that lock-free readers judge beside the ledger
+// (core's fleet slices). A transaction that reads such a value and then
+// reserves sees no write between the two, so a lock-free reader that
+// finds the key absent and no write since its room also finds the
+// value every later transaction reads. fn must not block or call back
+// into the ledger.
+func (l *Ledger) Exclude(fn func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fn()
 }
 
 // Tx is the ledger with its mutex held: the only value on which the
@@ -350,8 +333,8 @@ type Assessment struct {
 // [Tx.Contains], [Tx.Shortfall] and [Tx.CellBacklog] answer, in one call,
 // so that the commit's transaction holds the mutex for one read and the
 // Reserve. The shortfall is not read again for an r that
-// [Ledger.PreCheck] found fitting with room when no Reserve ran since:
-// capacity has only come back, so r still fits. The caller judges the
+// [Ledger.PreCheck] found fitting with room when no counter moved since:
+// r still fits. The caller judges the
 // three in its own order (core: the duplicate, then capacity, then
 // feasibility).
 func (tx Tx) Assess(room Room, fp Fingerprint, id string, r *Reservation) Assessment {
@@ -440,7 +423,7 @@ func add(c *counters, r *Reservation) {
 
 // sub returns a reservation: its memory, fuel, then its live slot and
 // queued (the packed queued slots it still holds: one, or none once
-// started): the reverse of the checking order (see Release).
+// started).
 func sub(c *counters, r *Reservation, queued uint64) {
 	c.memory.Add(-r.MemoryBytes)
 	c.fuel.Add(-r.CPUFuel)
@@ -458,11 +441,12 @@ func (tx Tx) Start(tk Ticket) bool {
 	}
 	e.executing = true
 	r := &e.reservation
-	// In the reverse of the checking order, as Release does.
+	l.seq.Add(1) // odd while the scopes move: see Release
 	l.queue[r.QueueClass].slots.Add(^oneQueued + 1)
 	l.trust[r.TrustClass].slots.Add(^oneQueued + 1)
 	l.tenant[r.Tenant].slots.Add(^oneQueued + 1)
 	l.fixed.node.slots.Add(^oneQueued + 1)
+	l.seq.Add(1)
 	return true
 }
 
@@ -480,16 +464,15 @@ func (tx Tx) Release(tk Ticket) bool {
 	if e.executing {
 		queued = 0
 	}
-	// Capacity comes back in the reverse of the checking order (queue
-	// class, trust class, tenant, node; within a scope memory, fuel, then
-	// the slots), so that a lock-free pre-check, which reads in checking
-	// order, that finds a dimension still lacking room while this runs
-	// finds every dimension before it as it was before this release
-	// began: its answer is the one the ledger gave before the release,
-	// not one of a state half-way through it. (Released in checking
-	// order, a pre-check could see a tenant's slot returned and its trust
-	// class's not yet, and answer the trust class where no whole state
-	// would: the fleet's porcupine check caught it.)
+	// The sequence counter is odd while the scopes move, one after
+	// another, so that no lock-free pre-check trusts what it reads of a
+	// state half-way through. Giving capacity back in the reverse of the
+	// checking order keeps each pre-check's own reads consistent, but
+	// not two pre-checks with each other: one that saw the tenant's slot
+	// back (the release done) and a later one that saw the node's not
+	// yet (the release not begun) admit no single instant for it, and
+	// the fleet's porcupine check caught such a pair.
+	l.seq.Add(1)
 	if queued != 0 {
 		l.queue[r.QueueClass].slots.Add(-queued)
 	}
@@ -498,6 +481,7 @@ func (tx Tx) Release(tk Ticket) bool {
 	sub(&l.fixed.node, &r, queued)
 	l.fixed.cell[r.CellClass].slots.Add(^oneLive + 1)
 	l.table.removeLocked(tk.Slot)
+	l.seq.Add(1)
 	return true
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // TenantLiveSince trusts its read only with the pre-check's room intact
-// and the key absent; Tx.TenantLive is the exact count under the mutex.
+// (no write since, none in flight) and the key absent; Tx.TenantLive is the exact count under the mutex.
 func TestTenantLiveSince(t *testing.T) {
 	l := testLedger(t, 8)
 	r := Reservation{Tenant: 1}
@@ -47,7 +47,16 @@ func TestTenantLiveSince(t *testing.T) {
 			t.Fatalf("the other tenant's TenantLive %d, want 0", n)
 		}
 	})
-	if live, ok := l.TenantLiveSince(room, fp, &r); !ok || live != 1 {
-		t.Fatalf("after a release (no Reserve): live %d ok %v, want 1 true", live, ok)
+	if _, ok := l.TenantLiveSince(room, fp, &r); ok {
+		t.Fatal("a room taken before a release was trusted")
 	}
+	_, _, room = l.PreCheck(fp, &r)
+	if live, ok := l.TenantLiveSince(room, fp, &r); !ok || live != 1 {
+		t.Fatalf("a room taken after the release: live %d ok %v, want 1 true", live, ok)
+	}
+	l.seq.Add(1) // a write moving the counters
+	if _, ok := l.TenantLiveSince(room, fp, &r); ok {
+		t.Fatal("a read while a write moved the counters was trusted")
+	}
+	l.seq.Add(1)
 }
