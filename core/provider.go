@@ -184,7 +184,9 @@ func (p *LocalQuotaProvider) QueueClassSnapshot(name string) (queued, maxQueued 
 	return p.ledger.QueueClassQueued(id), p.queues[id].MaxQueued, true
 }
 
-// CellClassSnapshot reports a configured cell class's live backlog.
+// CellClassSnapshot reports a configured cell class's live backlog. It
+// takes the ledger's mutex for one read: only transactions judge the
+// backlog, so it is a plain count rather than an atomic.
 func (p *LocalQuotaProvider) CellClassSnapshot(class policy.CellClass) (live uint64, ok bool) {
 	if int(class) >= policy.NumCellClasses || !p.cells[class].Configured {
 		return 0, false

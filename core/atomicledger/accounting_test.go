@@ -86,7 +86,7 @@ func TestCountersFollowReserveStartAndRelease(t *testing.T) {
 		t.Fatalf("lock-free trust class read %+v", got)
 	}
 	if l.QueueClassQueued(0) != 2 || l.CellClassLive(policy.Small) != 1 {
-		t.Fatal("lock-free queue or cell read")
+		t.Fatal("queue or cell read")
 	}
 
 	if !start(l, ta) {
@@ -415,13 +415,13 @@ func TestPaddingIsExact(t *testing.T) {
 	if s := unsafe.Sizeof(entry{}); s != cacheLine {
 		t.Fatalf("a live-table entry is %d bytes, want one %d-byte line", s, cacheLine)
 	}
-	if s := unsafe.Sizeof(fixedCounters{}); s != (1+policy.NumCellClasses)*cacheLine {
-		t.Fatalf("the node's and the cell classes' counters are %d bytes", s)
+	if s := unsafe.Sizeof(fixedCounters{}); s != cacheLine {
+		t.Fatalf("the node's counters are %d bytes", s)
 	}
 	for _, maxLive := range []uint64{1, 5} {
 		n := testLedger(t, maxLive)
 		for what, at := range map[string]uintptr{
-			"node": uintptr(unsafe.Pointer(&n.fixed.node)), "cell class": uintptr(unsafe.Pointer(&n.fixed.cell[0])),
+			"node":   uintptr(unsafe.Pointer(&n.fixed.node)),
 			"tenant": uintptr(unsafe.Pointer(&n.tenant[0])), "trust class": uintptr(unsafe.Pointer(&n.trust[0])),
 			"queue class": uintptr(unsafe.Pointer(&n.queue[0])), "live-table entry": uintptr(unsafe.Pointer(&n.table.entries[0])),
 		} {

@@ -87,7 +87,7 @@ type Held struct {
 // bounded by the live table, which policy.MaxNodeLiveActivations (2^20)
 // sizes, and queued never exceeds live, so the low half never borrows
 // from the high one. A queue class uses only the queued half and its
-// queued limit; a cell class only the live half and no limit.
+// queued limit.
 type counters struct {
 	slots  atomic.Uint64
 	fuel   atomic.Uint64
@@ -96,11 +96,9 @@ type counters struct {
 	_      [cacheLine - 56]byte
 }
 
-// fixedCounters are the scopes every policy has: the node and each cell
-// class (only the live backlog is used).
+// fixedCounters are the scope every policy has: the node.
 type fixedCounters struct {
 	node counters
-	cell [policy.NumCellClasses]counters
 }
 
 // Packed slot deltas; subtracting d is adding -d, which wraps.
@@ -135,7 +133,7 @@ type Ledger struct {
 	tenant []counters
 	trust  []counters
 	queue  []counters     // only queued is used
-	fixed  *fixedCounters // the node's and the cell classes'
+	fixed  *fixedCounters // the node's
 
 	_   [cacheLine]byte
 	seq atomic.Uint64 // written by Reserve, Start and Release, with mu held; read lock-free
@@ -150,6 +148,11 @@ type Ledger struct {
 	inTx bool
 	// reserved counts the reservations ever made. Guarded by mu.
 	reserved uint64
+	// cellLive is each cell class's live backlog (queued plus
+	// executing), which only a transaction judges (the deadline's
+	// feasibility) and operators read under the mutex: plain counts,
+	// not atomics. Guarded by mu.
+	cellLive [policy.NumCellClasses]uint64
 	// table is the live-activation table. Guarded by mu; its
 	// fingerprints and chains are also read lock-free (table.go).
 	table liveTable
@@ -341,7 +344,7 @@ func (tx Tx) Assess(room Room, fp Fingerprint, id string, r *Reservation) Assess
 	l := tx.held()
 	a := Assessment{
 		Duplicate:   l.table.findLocked(fp, r.Tenant, id) >= 0,
-		CellBacklog: l.fixed.cell[r.CellClass].live(),
+		CellBacklog: l.cellLive[r.CellClass],
 	}
 	if room.seq != l.seq.Load()|1<<63 {
 		a.Shortfall = l.shortfall(r)
@@ -393,7 +396,7 @@ func (tx Tx) TenantLive(id policy.TenantID) uint64 { return tx.held().tenant[id]
 
 // CellBacklog is the number of live reservations (queued plus
 // executing) of cell class c.
-func (tx Tx) CellBacklog(c policy.CellClass) uint64 { return tx.held().fixed.cell[c].live() }
+func (tx Tx) CellBacklog(c policy.CellClass) uint64 { return tx.held().cellLive[c] }
 
 // Reserve commits r for key (fp, id). The caller has checked, in this
 // transaction, that the key is absent and that Shortfall found room
@@ -408,7 +411,7 @@ func (tx Tx) Reserve(fp Fingerprint, id string, r Reservation) Ticket {
 	add(&l.tenant[r.Tenant], &r)
 	add(&l.trust[r.TrustClass], &r)
 	l.queue[r.QueueClass].slots.Add(oneQueued)
-	l.fixed.cell[r.CellClass].slots.Add(oneLive)
+	l.cellLive[r.CellClass]++
 	l.seq.Add(1)
 	return tk
 }
@@ -479,7 +482,7 @@ func (tx Tx) Release(tk Ticket) bool {
 	sub(&l.trust[r.TrustClass], &r, queued)
 	sub(&l.tenant[r.Tenant], &r, queued)
 	sub(&l.fixed.node, &r, queued)
-	l.fixed.cell[r.CellClass].slots.Add(^oneLive + 1)
+	l.cellLive[r.CellClass]--
 	l.table.removeLocked(tk.Slot)
 	l.seq.Add(1)
 	return true
@@ -497,8 +500,13 @@ func (l *Ledger) TrustClass(id policy.TrustClassID) Held { return l.trust[id].he
 // QueueClassQueued reads a queue class's queued count lock-free.
 func (l *Ledger) QueueClassQueued(id policy.QueueClassID) uint64 { return l.queue[id].queued() }
 
-// CellClassLive reads a cell class's live backlog lock-free.
-func (l *Ledger) CellClassLive(c policy.CellClass) uint64 { return l.fixed.cell[c].live() }
+// CellClassLive reads a cell class's live backlog. It takes the mutex:
+// the count is a plain one that only transactions move.
+func (l *Ledger) CellClassLive(c policy.CellClass) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cellLive[c]
+}
 
 // Reserved is how many reservations were ever made (takes the mutex).
 func (l *Ledger) Reserved() uint64 {

@@ -33,9 +33,7 @@ func (l *Ledger) SnapshotInto(s *Snapshot) {
 	for i := range l.queue {
 		s.QueueQueued[i] = l.queue[i].queued()
 	}
-	for i := range l.fixed.cell {
-		s.CellLive[i] = l.fixed.cell[i].live()
-	}
+	s.CellLive = l.cellLive
 }
 
 func resize[T any](s []T, n int) []T {

@@ -11,7 +11,7 @@ import (
 )
 
 // Fingerprint is the 64-bit hash of a (tenant, activation ID) key. Zero is
-// never a fingerprint: it marks a free entry.
+// never a fingerprint: it marks an entry never used.
 type Fingerprint uint64
 
 // fingerprintKey keys fingerprints. It is chosen per process: nothing
@@ -40,7 +40,7 @@ func FingerprintOf(tenant policy.TenantID, activationID string) Fingerprint {
 // lock-free. An entry holds no pointer (its activation ID is in
 // liveTable.ids), so the collector never scans the entries.
 type entry struct {
-	fingerprint atomic.Uint64 // 0 while free
+	fingerprint atomic.Uint64 // 0 until first used; a free entry keeps its last key's
 	next        atomic.Uint32 // the next entry of its chain, as index+1; 0 ends it
 	live        bool
 	executing   bool
@@ -170,7 +170,11 @@ func (t *liveTable) entryLocked(tk Ticket) *entry {
 
 // removeLocked unlinks live entry ei from its chain, clears it and puts
 // it on the free list. A lock-free reader already on ei may still follow
-// its old next.
+// its old next, and may still match its old fingerprint, which stays:
+// that reader's walk overlaps the Release, whose odd sequence counter
+// makes its answer one the pre-check does not trust, and no walk that
+// starts later reaches ei until an insert links it again with its new
+// fingerprint.
 func (t *liveTable) removeLocked(ei uint32) {
 	e := &t.entries[ei]
 	b := &t.buckets[e.fingerprint.Load()&t.mask]
@@ -183,7 +187,6 @@ func (t *liveTable) removeLocked(ei uint32) {
 		}
 		prev.next.Store(e.next.Load())
 	}
-	e.fingerprint.Store(0)
 	e.live = false
 	e.executing = false
 	t.ids[ei] = ""
