@@ -431,3 +431,23 @@ func TestFleetRefusedCountsFullSlices(t *testing.T) {
 		t.Fatalf("FleetRefused allocates %v objects", n)
 	}
 }
+
+// A publish, a refused publish and a withdrawal allocate nothing: each
+// writes its latch with the ledger's mutex held, through a closure that
+// does not escape.
+func TestFleetPublishAllocatesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts are exact only without -short's parallel noise")
+	}
+	f := newFleetFixture(t)
+	until := time.Now().Add(time.Hour)
+	for name, write := range map[string]func(){
+		"publish":         func() { _ = f.provider.PublishFleetSlice("acme", 3, until) },
+		"refused publish": func() { _ = f.provider.PublishFleetSlice("acme", -1, until) },
+		"withdrawal":      func() { _ = f.provider.WithdrawFleetSlice("acme") },
+	} {
+		if n := testing.AllocsPerRun(100, write); n != 0 {
+			t.Errorf("a %s allocates %v objects", name, n)
+		}
+	}
+}

@@ -70,6 +70,20 @@ func decision(order uint64) trace.Line {
 // distinct is decision(order) with parts no other order's has (of the
 // same length up to order 9999): the writer leaves nothing out of it, so
 // every such line is as long as the first.
+// writeAll writes lines 1 to n, line(order) each, through a writer
+// rotating at maxBytes whose queue holds them all, and closes it: every
+// line is accepted and written.
+func writeAll(t *testing.T, path string, maxBytes int64, n int, line func(order uint64) trace.Line) {
+	t.Helper()
+	w, err := trace.NewWriter(trace.WriterConfig{Path: path, MaxBytes: maxBytes, Buffer: 1024})
+	require.NoError(t, err)
+	for i := range n {
+		require.True(t, w.Add(line(uint64(i+1))))
+	}
+	require.NoError(t, w.Close())
+	require.NoError(t, w.Err())
+}
+
 func distinct(order uint64) trace.Line {
 	l := decision(order)
 	l.Decision.Principal.Subject = fmt.Sprintf("u%04d", order)
@@ -152,13 +166,8 @@ func TestWriterRotates(t *testing.T) {
 	require.NoError(t, err)
 	// A header is shorter than a line: each file takes three lines.
 	maxBytes := int64(3 * len(one))
-	w, err := trace.NewWriter(trace.WriterConfig{Path: path, MaxBytes: maxBytes, Buffer: 1024})
-	require.NoError(t, err)
 	const sent = 8 // files 0 and 1 take three each, file 2 the last two
-	for i := range sent {
-		require.True(t, w.Add(distinct(uint64(i+1))))
-	}
-	require.NoError(t, w.Close())
+	writeAll(t, path, maxBytes, sent, distinct)
 
 	older, newer := readLines(t, path+".1"), readLines(t, path)
 	require.NotEmpty(t, older)
@@ -194,13 +203,7 @@ func TestSameNamesOnlyItsOwnFilesLines(t *testing.T) {
 	one, err := json.Marshal(decision(1))
 	require.NoError(t, err)
 	const sent = 40
-	w, err := trace.NewWriter(trace.WriterConfig{Path: path, MaxBytes: int64(8 * len(one)), Buffer: 1024})
-	require.NoError(t, err)
-	for i := range sent {
-		require.True(t, w.Add(decision(uint64(i+1))))
-	}
-	require.NoError(t, w.Close())
-	require.NoError(t, w.Err())
+	writeAll(t, path, int64(8*len(one)), sent, decision)
 	for _, p := range []string{path + ".1", path} {
 		raw, err := os.ReadFile(p)
 		require.NoError(t, err)
@@ -230,12 +233,7 @@ func TestWriterRotationKeepsEveryLine(t *testing.T) {
 	// Exactly one rotation: the first file takes 30 lines (its header is
 	// shorter than a line), the second the last 10.
 	const sent = 40
-	w, err := trace.NewWriter(trace.WriterConfig{Path: path, MaxBytes: int64(30 * len(one)), Buffer: 1024})
-	require.NoError(t, err)
-	for i := range sent {
-		require.True(t, w.Add(distinct(uint64(i+1))))
-	}
-	require.NoError(t, w.Close())
+	writeAll(t, path, int64(30*len(one)), sent, distinct)
 	older, newer := readLines(t, path+".1"), readLines(t, path)
 	assert.EqualValues(t, 0, older[0].Header.File)
 	assert.EqualValues(t, 1, newer[0].Header.File)
