@@ -415,13 +415,10 @@ func TestPaddingIsExact(t *testing.T) {
 	if s := unsafe.Sizeof(entry{}); s != cacheLine {
 		t.Fatalf("a live-table entry is %d bytes, want one %d-byte line", s, cacheLine)
 	}
-	if s := unsafe.Sizeof(fixedCounters{}); s != cacheLine {
-		t.Fatalf("the node's counters are %d bytes", s)
-	}
 	for _, maxLive := range []uint64{1, 5} {
 		n := testLedger(t, maxLive)
 		for what, at := range map[string]uintptr{
-			"node":   uintptr(unsafe.Pointer(&n.fixed.node)),
+			"node":   uintptr(unsafe.Pointer(n.node)),
 			"tenant": uintptr(unsafe.Pointer(&n.tenant[0])), "trust class": uintptr(unsafe.Pointer(&n.trust[0])),
 			"queue class": uintptr(unsafe.Pointer(&n.queue[0])), "live-table entry": uintptr(unsafe.Pointer(&n.table.entries[0])),
 		} {
@@ -431,7 +428,7 @@ func TestPaddingIsExact(t *testing.T) {
 		}
 	}
 	var l Ledger
-	if gap := unsafe.Offsetof(l.seq) - (unsafe.Offsetof(l.fixed) + unsafe.Sizeof(l.fixed)); gap < cacheLine {
+	if gap := unsafe.Offsetof(l.seq) - (unsafe.Offsetof(l.node) + unsafe.Sizeof(l.node)); gap < cacheLine {
 		t.Fatalf("the sequence counter is %d bytes after the read-mostly fields", gap)
 	}
 	if gap := unsafe.Offsetof(l.mu) - unsafe.Offsetof(l.seq); gap < cacheLine {

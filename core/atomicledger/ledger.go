@@ -96,11 +96,6 @@ type counters struct {
 	_      [cacheLine - 56]byte
 }
 
-// fixedCounters are the scope every policy has: the node.
-type fixedCounters struct {
-	node counters
-}
-
 // Packed slot deltas; subtracting d is adding -d, which wraps.
 const (
 	oneLive   uint64 = 1 << 32
@@ -132,8 +127,8 @@ type Ledger struct {
 	// line.
 	tenant []counters
 	trust  []counters
-	queue  []counters     // only queued is used
-	fixed  *fixedCounters // the node's
+	queue  []counters // only queued is used
+	node   *counters
 
 	_   [cacheLine]byte
 	seq atomic.Uint64 // written by Reserve, Start and Release, with mu held; read lock-free
@@ -162,13 +157,13 @@ type Ledger struct {
 // ever use is allocated here.
 func New(c *policy.Compiled) *Ledger {
 	l := &Ledger{
-		fixed:  new(fixedCounters),
+		node:   new(counters),
 		tenant: make([]counters, c.NumTenants()),
 		trust:  make([]counters, c.NumTrustClasses()),
 		queue:  make([]counters, c.NumQueueClasses()),
 		table:  newLiveTable(c.Node().Limits.MaxLiveActivations),
 	}
-	l.fixed.node.limit = c.Node().Limits
+	l.node.limit = c.Node().Limits
 	for i := range l.tenant {
 		l.tenant[i].limit = c.Tenant(policy.TenantID(i)).Limits
 	}
@@ -353,7 +348,7 @@ func (tx Tx) Assess(room Room, fp Fingerprint, id string, r *Reservation) Assess
 }
 
 func (l *Ledger) shortfall(r *Reservation) Shortfall {
-	if s, ok := scopeShortfall(NodeScope, &l.fixed.node, r); !ok {
+	if s, ok := scopeShortfall(NodeScope, l.node, r); !ok {
 		return s
 	}
 	if s, ok := scopeShortfall(TenantScope, &l.tenant[r.Tenant], r); !ok {
@@ -407,7 +402,7 @@ func (tx Tx) Reserve(fp Fingerprint, id string, r Reservation) Ticket {
 	l.reserved++
 	l.seq.Add(1)
 	tk := l.table.insertLocked(fp, id, &r)
-	add(&l.fixed.node, &r)
+	add(l.node, &r)
 	add(&l.tenant[r.Tenant], &r)
 	add(&l.trust[r.TrustClass], &r)
 	l.queue[r.QueueClass].slots.Add(oneQueued)
@@ -448,7 +443,7 @@ func (tx Tx) Start(tk Ticket) bool {
 	l.queue[r.QueueClass].slots.Add(^oneQueued + 1)
 	l.trust[r.TrustClass].slots.Add(^oneQueued + 1)
 	l.tenant[r.Tenant].slots.Add(^oneQueued + 1)
-	l.fixed.node.slots.Add(^oneQueued + 1)
+	l.node.slots.Add(^oneQueued + 1)
 	l.seq.Add(1)
 	return true
 }
@@ -481,7 +476,7 @@ func (tx Tx) Release(tk Ticket) bool {
 	}
 	sub(&l.trust[r.TrustClass], &r, queued)
 	sub(&l.tenant[r.Tenant], &r, queued)
-	sub(&l.fixed.node, &r, queued)
+	sub(l.node, &r, queued)
 	l.cellLive[r.CellClass]--
 	l.table.removeLocked(tk.Slot)
 	l.seq.Add(1)
@@ -489,7 +484,7 @@ func (tx Tx) Release(tk Ticket) bool {
 }
 
 // Node reads the node's counters lock-free.
-func (l *Ledger) Node() Held { return l.fixed.node.held() }
+func (l *Ledger) Node() Held { return l.node.held() }
 
 // Tenant reads a tenant's counters lock-free.
 func (l *Ledger) Tenant(id policy.TenantID) Held { return l.tenant[id].held() }

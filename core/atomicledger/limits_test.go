@@ -71,7 +71,7 @@ func checkWithinLimits(l *Ledger, s *Snapshot) error {
 		}
 		return nil
 	}
-	if err := over("node", s.Node, l.fixed.node.limit); err != nil {
+	if err := over("node", s.Node, l.node.limit); err != nil {
 		return err
 	}
 	add := func(a, b Held) Held {

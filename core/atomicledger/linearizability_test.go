@@ -266,7 +266,7 @@ func specShortfall(l *Ledger, s linState, r Reservation) string {
 		same  func(e Reservation) bool
 		limit policy.Limits
 	}{
-		{NodeScope, func(Reservation) bool { return true }, l.fixed.node.limit},
+		{NodeScope, func(Reservation) bool { return true }, l.node.limit},
 		{TenantScope, func(e Reservation) bool { return e.Tenant == r.Tenant }, l.tenant[r.Tenant].limit},
 		{TrustClassScope, func(e Reservation) bool { return e.TrustClass == r.TrustClass }, l.trust[r.TrustClass].limit},
 	}

@@ -23,7 +23,7 @@ func (l *Ledger) SnapshotInto(s *Snapshot) {
 	s.QueueQueued = resize(s.QueueQueued, len(l.queue))
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s.Node = l.fixed.node.held()
+	s.Node = l.node.held()
 	for i := range l.tenant {
 		s.Tenants[i] = l.tenant[i].held()
 	}
